@@ -1,0 +1,57 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// MARK: - Dependencies (each resolves to the machine's local copy of the GitHub repository)
+
+let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+
+let package = Package(
+    name: "aasa-fetch",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "aasa-fetch", targets: ["aasa-fetch"]),
+        .library(name: "AASAFetchCore", targets: ["AASAFetchCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // MARK: - C system libraries (only CurlTransport and IDNA import them)
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CIDN2", pkgConfig: "libidn2", providers: [.apt(["libidn2-dev"])]),
+
+        // MARK: - Swift wrappers over C (the only modules that see C types)
+        .target(name: "CurlTransport", dependencies: ["CCurl"]),
+        .target(name: "IDNA", dependencies: ["CIDN2"]),
+
+        // MARK: - Core library: entitlements, file model, matching, fetching (no C types)
+        .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA"]),
+
+        // MARK: - Commands (a library, so they are testable) and the thin executable
+        .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", argumentParser]),
+        .executableTarget(name: "aasa-fetch", dependencies: ["AASAFetchCLI"]),
+
+        // MARK: - Tests
+        .target(
+            name: "AASAFetchTestSupport",
+            dependencies: ["AASAFetchCore"],
+            path: "Tests/AASAFetchTestSupport",
+            resources: [.copy("Resources")]
+        ),
+        .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "AASAFetchTestSupport"]),
+        .testTarget(name: "AASAFetchCoreTests", dependencies: ["AASAFetchCore", "AASAFetchTestSupport"]),
+        .testTarget(
+            name: "AASAFetchCLITests",
+            dependencies: ["AASAFetchCLI", "AASAFetchCore", "AASAFetchTestSupport"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+// Standard settings for every Swift target: strict memory-safe imports and explicit existentials.
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,26 @@
+import ArgumentParser
+
+/// The root `aasa-fetch` command. Without a subcommand it runs ``Fetch``.
+public struct AASAFetchCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "aasa-fetch",
+        abstract: "Download and check apple-app-site-association files the way Apple's devices do.",
+        version: AASAFetchVersion.string,
+        subcommands: []
+    )
+
+    public init() {}
+}
+
+/// The tool's version.
+public enum AASAFetchVersion {
+    /// The version string printed by `--version`.
+    public static let string = "0.1.0"
+}
+
+extension AASAFetchCommand {
+    /// Parses the process arguments, runs the chosen command and exits with its status.
+    public static func runFromCommandLine() async {
+        await main()
+    }
+}

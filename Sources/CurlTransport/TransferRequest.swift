@@ -1,0 +1,68 @@
+/// The HTTP version a transfer negotiates.
+public enum HTTPVersion: String, Sendable, Codable {
+    /// HTTP/1.1 only: the cheapest for a single request per TLS connection (origin fetches).
+    case http1_1 = "1.1"
+    /// HTTP/2 over TLS when the server offers it in ALPN, multiplexed on a shared connection (CDN fetches).
+    case http2 = "2"
+}
+
+/// One GET request, described without any libcurl type.
+public struct TransferRequest: Sendable, Hashable {
+    /// The absolute `https://` URL to fetch. Hosts must already be ASCII (Punycode).
+    public var url: String
+    /// Extra request headers, each `Name: value` (for example `If-None-Match: "abc"`).
+    public var headers: [String]
+    /// The `User-Agent` header.
+    public var userAgent: String
+    /// Seconds allowed to connect (TCP and TLS), as curl's `--connect-timeout`.
+    public var connectTimeout: Double
+    /// Seconds allowed for the whole transfer, as curl's `--max-time`.
+    public var maxTime: Double
+    /// Largest decoded body accepted, in bytes; the transfer is aborted as soon as more arrives.
+    public var maxBodyBytes: Int
+    /// PEM file of CA certificates to trust *instead of* the system store; `nil` uses the system store.
+    public var caFile: String?
+    /// curl `--resolve` entries: `HOST:PORT:ADDR[,ADDR]`.
+    public var resolve: [String]
+    /// curl `--connect-to` entries: `HOST1:PORT1:HOST2:PORT2` (empty parts match anything).
+    public var connectTo: [String]
+    /// Whether connections to loopback, private, link-local and other reserved addresses are allowed.
+    public var allowPrivateAddresses: Bool
+    /// The HTTP version to negotiate.
+    public var httpVersion: HTTPVersion
+    /// Whether to verify the server certificate (chain and name). Only ever `false` for diagnosis.
+    public var verifyPeer: Bool
+    /// Whether to collect the server's certificate chain in ``TransferResponse/certificates``.
+    public var collectCertificates: Bool
+
+    /// Creates a request with the defaults Apple's downloader uses.
+    public init(
+        url: String,
+        headers: [String] = [],
+        userAgent: String = "AASA-Bot/1.0.0",
+        connectTimeout: Double = 5,
+        maxTime: Double = 10,
+        maxBodyBytes: Int = 128 * 1024,
+        caFile: String? = nil,
+        resolve: [String] = [],
+        connectTo: [String] = [],
+        allowPrivateAddresses: Bool = false,
+        httpVersion: HTTPVersion = .http1_1,
+        verifyPeer: Bool = true,
+        collectCertificates: Bool = false
+    ) {
+        self.url = url
+        self.headers = headers
+        self.userAgent = userAgent
+        self.connectTimeout = connectTimeout
+        self.maxTime = maxTime
+        self.maxBodyBytes = maxBodyBytes
+        self.caFile = caFile
+        self.resolve = resolve
+        self.connectTo = connectTo
+        self.allowPrivateAddresses = allowPrivateAddresses
+        self.httpVersion = httpVersion
+        self.verifyPeer = verifyPeer
+        self.collectCertificates = collectCertificates
+    }
+}

@@ -1,0 +1,173 @@
+/// Why a transfer failed before a complete HTTP response arrived.
+public enum TransferFailureKind: String, Sendable, Codable, Hashable {
+    /// The host name did not resolve.
+    case dnsFailure = "dns-failure"
+    /// No TCP connection could be made (refused, unreachable).
+    case connectFailure = "connect-failure"
+    /// The connect or total time ran out, including a server that stalls mid-body.
+    case timeout
+    /// The connection broke mid-response (reset, truncated body, empty reply).
+    case transferFailure = "transfer-failure"
+    /// Every address of the host is loopback, private, link-local or reserved and those are not allowed.
+    case privateAddress = "private-address"
+    /// The certificate chain does not end at a trusted root (self-signed, unknown CA).
+    case tlsUntrusted = "tls-untrusted"
+    /// A certificate in the chain has expired.
+    case tlsExpired = "tls-expired"
+    /// A certificate in the chain is not valid yet.
+    case tlsNotYetValid = "tls-not-yet-valid"
+    /// The certificate does not name the host.
+    case tlsHostnameMismatch = "tls-hostname-mismatch"
+    /// Any other TLS failure (handshake, protocol, cipher).
+    case tlsFailure = "tls-failure"
+    /// The decoded body grew past ``TransferRequest/maxBodyBytes``.
+    case tooLarge = "too-large"
+    /// The request could not be made at all (bad URL, unsupported option); a bug or bad input.
+    case invalidRequest = "invalid-request"
+    /// The client was shut down before the transfer finished.
+    case cancelled
+}
+
+/// A failed transfer: the kind, curl's own code and message for the record.
+public struct TransferFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, classified.
+    public var kind: TransferFailureKind
+    /// libcurl's `CURLcode` (0 when the failure was detected outside curl).
+    public var curlCode: Int
+    /// libcurl's error buffer text, or a description of the failure.
+    public var message: String
+    /// OpenSSL's verification result (`CURLINFO_SSL_VERIFYRESULT`), 0 when none.
+    public var tlsVerifyResult: Int
+
+    /// Creates a failure.
+    public init(kind: TransferFailureKind, curlCode: Int = 0, message: String, tlsVerifyResult: Int = 0) {
+        self.kind = kind
+        self.curlCode = curlCode
+        self.message = message
+        self.tlsVerifyResult = tlsVerifyResult
+    }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+}
+
+/// A certificate the server presented, as libcurl describes it.
+public struct PeerCertificate: Sendable, Hashable, Codable {
+    /// Subject distinguished name.
+    public var subject: String
+    /// Issuer distinguished name.
+    public var issuer: String
+    /// Start of validity, as printed by libcurl (e.g. `Jan  1 00:00:00 2026 GMT`).
+    public var notBefore: String
+    /// End of validity, as printed by libcurl.
+    public var notAfter: String
+    /// DNS names and addresses from the subject alternative name extension.
+    public var subjectAltNames: [String]
+
+    /// Creates a certificate description.
+    public init(subject: String, issuer: String, notBefore: String, notAfter: String, subjectAltNames: [String]) {
+        self.subject = subject
+        self.issuer = issuer
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+        self.subjectAltNames = subjectAltNames
+    }
+}
+
+/// Timings of one transfer, in seconds from its start.
+public struct TransferTimings: Sendable, Hashable, Codable {
+    /// Name resolution done.
+    public var nameLookup: Double
+    /// TCP connected.
+    public var connect: Double
+    /// TLS handshake done.
+    public var tlsHandshake: Double
+    /// First response byte.
+    public var firstByte: Double
+    /// Whole transfer.
+    public var total: Double
+
+    /// Creates timings.
+    public init(nameLookup: Double = 0, connect: Double = 0, tlsHandshake: Double = 0, firstByte: Double = 0, total: Double = 0) {
+        self.nameLookup = nameLookup
+        self.connect = connect
+        self.tlsHandshake = tlsHandshake
+        self.firstByte = firstByte
+        self.total = total
+    }
+}
+
+/// A complete HTTP response (any status), never following redirects.
+public struct TransferResponse: Sendable, Hashable {
+    /// The HTTP status code.
+    public var status: Int
+    /// Response headers of the final response, in order, names as sent.
+    public var headers: [(name: String, value: String)]
+    /// The decoded body (after `Content-Encoding`), at most ``TransferRequest/maxBodyBytes`` bytes.
+    public var body: [UInt8]
+    /// The URL fetched.
+    public var url: String
+    /// For a 3xx answer: the absolute target of its `Location` header.
+    public var redirectURL: String?
+    /// The address actually connected to.
+    public var remoteAddress: String
+    /// The port actually connected to.
+    public var remotePort: Int
+    /// The negotiated HTTP version (`1.1`, `2`).
+    public var httpVersion: String
+    /// The server's certificate chain when ``TransferRequest/collectCertificates`` was set.
+    public var certificates: [PeerCertificate]
+    /// Timings.
+    public var timings: TransferTimings
+
+    /// Creates a response.
+    public init(
+        status: Int,
+        headers: [(name: String, value: String)],
+        body: [UInt8],
+        url: String,
+        redirectURL: String? = nil,
+        remoteAddress: String = "",
+        remotePort: Int = 0,
+        httpVersion: String = "1.1",
+        certificates: [PeerCertificate] = [],
+        timings: TransferTimings = TransferTimings()
+    ) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.url = url
+        self.redirectURL = redirectURL
+        self.remoteAddress = remoteAddress
+        self.remotePort = remotePort
+        self.httpVersion = httpVersion
+        self.certificates = certificates
+        self.timings = timings
+    }
+
+    /// The value of the first header with this name (case-insensitive).
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.name.lowercased() == lowered }?.value
+    }
+
+    public static func == (lhs: TransferResponse, rhs: TransferResponse) -> Bool {
+        lhs.status == rhs.status && lhs.body == rhs.body && lhs.url == rhs.url
+            && lhs.headers.map { "\($0.name):\($0.value)" } == rhs.headers.map { "\($0.name):\($0.value)" }
+            && lhs.redirectURL == rhs.redirectURL && lhs.remoteAddress == rhs.remoteAddress
+            && lhs.remotePort == rhs.remotePort && lhs.httpVersion == rhs.httpVersion
+            && lhs.certificates == rhs.certificates && lhs.timings == rhs.timings
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(status)
+        hasher.combine(url)
+        hasher.combine(body)
+    }
+}
+
+/// Something that performs GET transfers. ``CurlClient`` is the real one; unit tests of pure
+/// logic may provide a scripted one.
+public protocol HTTPTransferring: Sendable {
+    /// Performs one GET and returns the response, or throws a ``TransferFailure``.
+    func perform(_ request: TransferRequest) async throws(TransferFailure) -> TransferResponse
+}

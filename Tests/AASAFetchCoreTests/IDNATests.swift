@@ -1,0 +1,37 @@
+import IDNA
+import Testing
+
+struct IDNATests {
+    /// RFC 3492 section 7.1 samples (those that are valid IDNA2008 labels) and UTS #46 mappings.
+    @Test(arguments: [
+        ("bücher.example", "xn--bcher-kva.example"),
+        ("上海.example.中国", "xn--fhqz97e.example.xn--fiqs8s"),
+        ("中國", "xn--fiqz9s"),
+        ("BÜCHER.Example", "xn--bcher-kva.example"),
+        ("faß.de", "xn--fa-hia.de"),
+        ("例え。テスト", "xn--r8jz45g.xn--zckzah"),
+        ("example．com", "example.com"),
+        ("他们为什么不说中文", "xn--ihqwcrb4cv8a8dqg056pqjye"),
+        ("Pročprostěnemluvíčesky", "xn--proprostnemluvesky-uyb24dma41a"),
+        ("почемужеонинеговорятпорусски", "xn--b1abfaaepdrnnbgefbadotcwatmq2g4l"),
+        ("porquénopuedensimplementehablarenespañol", "xn--porqunopuedensimplementehablarenespaol-fmd56a"),
+        ("tạisaohọkhôngthểchỉnóitiếngviệt", "xn--tisaohkhngthchnitingvit-kjcr8268qyxafd2f1b9g"),
+        ("なぜみんな日本語を話してくれないのか", "xn--n8jok5ay5dzabd5bym9f0cm5685rrjetr6pdxa"),
+        ("example.com", "example.com"),
+        ("xn--bcher-kva.example", "xn--bcher-kva.example"),
+    ])
+    func toASCII(input: String, expected: String) throws {
+        #expect(try IDNA.toASCII(input) == expected)
+    }
+
+    /// Invalid A-labels, NUL, line separators, and RFC 3492's Arabic sample, whose final U+061F
+    /// is Punycode-encodable but disallowed by IDNA2008 (a hand-rolled encoder would accept it).
+    @Test(arguments: ["ليهمابتكلموشعربي؟.com", "xn--zz.example", "xn--a.example", "bad\u{0000}host", "a\u{2028}b.com"])
+    func rejectsInvalid(input: String) {
+        #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCII(input) }
+    }
+
+    @Test func roundTripsToUnicode() throws {
+        #expect(try IDNA.toUnicode("xn--fhqz97e.example.xn--fiqs8s") == "上海.example.中国")
+    }
+}
