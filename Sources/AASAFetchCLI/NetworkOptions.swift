@@ -1,0 +1,75 @@
+import AASAFetchCore
+import Foundation
+import ArgumentParser
+
+/// How downloads are made; flags named as curl's where curl has one.
+struct NetworkOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Trust this PEM CA file too (test farms, private servers); results that need it say so.", valueName: "file"))
+    var cacert: String?
+
+    @Option(help: ArgumentHelp("Resolve HOST:PORT to ADDR, as curl (repeatable).", valueName: "HOST:PORT:ADDR"))
+    var resolve: [String] = []
+
+    @Option(name: .customLong("connect-to"), help: ArgumentHelp("Connect to HOST2:PORT2 instead of HOST:PORT, as curl (repeatable; '::127.0.0.1:8443' sends every host there).", valueName: "HOST:PORT:HOST2:PORT2"))
+    var connectTo: [String] = []
+
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed to connect.", valueName: "seconds"))
+    var connectTimeout: Double = 5
+
+    @Option(name: .customLong("max-time"), help: ArgumentHelp("Seconds allowed for one request.", valueName: "seconds"))
+    var maxTime: Double = 10
+
+    @Option(name: .customLong("max-size"), help: ArgumentHelp("Largest decoded file accepted, in bytes.", valueName: "bytes"))
+    var maxSize: Int = 128 * 1024
+
+    @Flag(name: .customLong("allow-private"), help: "Allow loopback, private and reserved addresses (refused by default, as Apple's CDN does).")
+    var allowPrivate = false
+
+    @Option(name: .customLong("user-agent"), help: ArgumentHelp("The User-Agent sent.", valueName: "agent"))
+    var userAgent: String = "AASA-Bot/1.0.0"
+
+    @Option(name: .customLong("retry-delays"), help: ArgumentHelp("Seconds to wait before each retry of a transient failure; the count is the number of retries ('' for none).", valueName: "list"))
+    var retryDelays: String = "1,3"
+
+    @Option(help: ArgumentHelp("Most downloads at once (one connection per host).", valueName: "n"))
+    var concurrency: Int = 32
+
+    func validate() throws {
+        guard connectTimeout > 0, maxTime > 0 else { throw ValidationError("timeouts must be positive") }
+        guard maxSize > 0 else { throw ValidationError("--max-size must be positive") }
+        guard concurrency >= 1, concurrency <= 4096 else { throw ValidationError("--concurrency must be between 1 and 4096") }
+        guard parsedRetryDelays != nil else { throw ValidationError("--retry-delays takes seconds separated by commas, e.g. 1,3") }
+        for entry in resolve where entry.split(separator: ":", omittingEmptySubsequences: false).count < 3 {
+            throw ValidationError("--resolve takes HOST:PORT:ADDR, not '\(entry)'")
+        }
+        for entry in connectTo where entry.split(separator: ":", omittingEmptySubsequences: false).count < 4 {
+            throw ValidationError("--connect-to takes HOST:PORT:HOST2:PORT2, not '\(entry)'")
+        }
+    }
+
+    private var parsedRetryDelays: [Double]? {
+        let parts = retryDelays.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        var delays: [Double] = []
+        for part in parts where !part.isEmpty {
+            guard let value = Double(part), value >= 0, value <= 600 else { return nil }
+            delays.append(value)
+        }
+        return delays
+    }
+
+    /// The options for the fetcher.
+    var fetchOptions: FetchOptions {
+        var options = FetchOptions()
+        options.userAgent = userAgent
+        options.connectTimeout = connectTimeout
+        options.maxTime = maxTime
+        options.maxSize = maxSize
+        options.extraCAFile = cacert
+        options.resolve = resolve
+        options.connectTo = connectTo
+        options.allowPrivateAddresses = allowPrivate
+        options.retryDelays = parsedRetryDelays ?? [1, 3]
+        options.concurrency = concurrency
+        return options
+    }
+}

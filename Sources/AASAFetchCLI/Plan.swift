@@ -1,0 +1,76 @@
+import AASAFetchCore
+import ArgumentParser
+
+extension AASAFetchCommand {
+    /// `aasa-fetch plan`: parses the entries and shows the downloads a run would make, in order,
+    /// without touching the network.
+    ///
+    /// JSON shape: `{"schemaVersion":1,"region":"CN"|null,"appIDs":[…],"entries":[EntryVerdict…],
+    /// "fetches":[{"host","route","tier","entries":[raw…]}],"findings":[…]}`.
+    struct Plan: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show parsed entries, their findings and the downloads in start order (no network)."
+        )
+
+        @OptionGroup var input: InputOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() async throws {
+            let console = Console.standard
+            let loaded: InputOptions.Loaded
+            do {
+                loaded = try input.load()
+            } catch let failure as CommandFailure {
+                console.err("aasa-fetch: \(failure.code): \(failure.message)")
+                throw ExitStatus.cannotRun
+            }
+            let region = input.effectiveRegion
+            let plan = FetchPlan(entries: loaded.entries, prioritizer: DomainPrioritizer(region: region))
+            let output = PlanOutput(
+                region: region,
+                appIDs: loaded.appIDs,
+                entries: loaded.entries.map(EntryVerdict.init(parsed:)),
+                fetches: plan.fetches.map { fetch in
+                    PlanOutput.Fetch(host: fetch.host, route: fetch.route, tier: fetch.tier,
+                                     entries: fetch.entryIndexes.map { loaded.entries[$0].raw ?? "" })
+                },
+                findings: loaded.findings
+            )
+            if json {
+                try console.json(output)
+            } else {
+                HumanRenderer(console: console).renderPlan(output)
+            }
+            if loaded.entries.contains(where: { $0.errorCode != nil }) { throw ExitStatus.failure }
+        }
+    }
+}
+
+/// What `plan --json` prints.
+struct PlanOutput: Encodable {
+    struct Fetch: Encodable {
+        var host: String
+        var route: Route
+        var tier: Int
+        var entries: [String]
+    }
+
+    var schemaVersion = 1
+    var region: String?
+    var appIDs: [String]
+    var entries: [EntryVerdict]
+    var fetches: [Fetch]
+    var findings: [Finding]
+
+    private enum CodingKeys: String, CodingKey { case schemaVersion, region, appIDs, entries, fetches, findings }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(schemaVersion, forKey: .schemaVersion)
+        try c.encode(region, forKey: .region)
+        try c.encode(appIDs, forKey: .appIDs)
+        try c.encode(entries, forKey: .entries)
+        try c.encode(fetches, forKey: .fetches)
+        try c.encode(findings, forKey: .findings)
+    }
+}

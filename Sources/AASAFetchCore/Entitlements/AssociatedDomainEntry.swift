@@ -1,0 +1,311 @@
+import Foundation
+import IDNA
+
+/// An alternate mode of an entitlement entry (`?mode=`).
+public enum AlternateMode: String, Sendable, Codable, Hashable, CaseIterable {
+    /// Only devices in developer mode; any valid certificate, direct fetch.
+    case developer
+    /// Only MDM-managed devices; direct fetch.
+    case managed
+    /// Devices in both modes.
+    case developerManaged = "developer+managed"
+}
+
+/// One parsed string of `com.apple.developer.associated-domains`.
+public struct AssociatedDomainEntry: Sendable, Hashable, Codable {
+    /// Position in the entitlement array (0-based).
+    public var index: Int
+    /// The string as written (`nil` when the array element was not a string).
+    public var raw: String?
+    /// The service before the colon; `nil` when there is none.
+    public var service: Service?
+    /// The domain as it should be written: ASCII, lower case, with `*.` for a wildcard;
+    /// `nil` when the entry is unusable.
+    public var domain: String?
+    /// The host whose file serves this entry (the parent for a `*.` wildcard); `nil` when the entry
+    /// cannot be fetched.
+    public var host: String?
+    /// Whether the entry is a `*.` wildcard.
+    public var isWildcard: Bool
+    /// The alternate mode, when `?mode=` is present and valid.
+    public var mode: AlternateMode?
+    /// Errors and warnings about this entry.
+    public var findings: [Finding]
+
+    /// Whether the entry names a host that can be downloaded.
+    public var isFetchable: Bool { host != nil }
+
+    /// The first error finding's code, when the entry has one.
+    public var errorCode: String? { findings.first { $0.severity == .error }?.code }
+
+    /// The entry as the entitlement should hold it: `service:domain[?mode=…]`.
+    public var normalized: String? {
+        guard let service, let domain else { return nil }
+        return "\(service.name):\(domain)" + (mode.map { "?mode=\($0.rawValue)" } ?? "")
+    }
+
+    /// Creates an entry.
+    public init(
+        index: Int,
+        raw: String?,
+        service: Service? = nil,
+        domain: String? = nil,
+        host: String? = nil,
+        isWildcard: Bool = false,
+        mode: AlternateMode? = nil,
+        findings: [Finding] = []
+    ) {
+        self.index = index
+        self.raw = raw
+        self.service = service
+        self.domain = domain
+        self.host = host
+        self.isWildcard = isWildcard
+        self.mode = mode
+        self.findings = findings
+    }
+}
+
+/// Parses entitlement entries (`service:host[?mode=developer|managed|developer+managed]`) with a
+/// stable code for every problem of SPEC §1.
+public struct EntryParser: Sendable {
+    /// Values for Xcode build-setting variables such as `$(APP_DOMAIN)` (from `--define NAME=VALUE`).
+    public var definitions: [String: String]
+
+    /// Creates a parser.
+    public init(definitions: [String: String] = [:]) {
+        self.definitions = definitions
+    }
+
+    /// Parses every string of the entitlement array and flags duplicates.
+    public func parse(_ strings: [String?]) -> [AssociatedDomainEntry] {
+        var entries = strings.enumerated().map { parse($0.element, index: $0.offset) }
+        var seen: [String: Int] = [:]
+        for position in entries.indices {
+            guard let key = entries[position].normalized else { continue }
+            if let first = seen[key] {
+                entries[position].findings.append(.warning(
+                    "entitlement-duplicate",
+                    "'\(key)' is already listed at position \(first)",
+                    location: "entry \(position)",
+                    fix: "remove the repeated entry"
+                ))
+            } else {
+                seen[key] = position
+            }
+        }
+        return entries
+    }
+
+    /// Parses one entitlement string.
+    public func parse(_ string: String?, index: Int) -> AssociatedDomainEntry {
+        var entry = AssociatedDomainEntry(index: index, raw: string)
+        let location = "entry \(index)"
+        func fail(_ code: String, _ message: String, fix: String? = nil) -> AssociatedDomainEntry {
+            entry.findings.append(.error(code, message, location: location, fix: fix))
+            return entry
+        }
+        guard var text = string else {
+            return fail("entitlement-not-string", "the entitlement array holds a value that is not a string",
+                        fix: "make every element a <string>service:domain</string>")
+        }
+
+        // Build-setting variables: $(NAME) or ${NAME}.
+        switch expandVariables(text) {
+        case .success(let expanded):
+            text = expanded
+        case .failure(let unresolved):
+            return fail(
+                "entitlement-unresolved-variable",
+                "'\(text)' holds the Xcode variable $(\(unresolved)), which is set only when the app is built",
+                fix: "pass --define \(unresolved)=VALUE, or read the entitlements of the built app"
+            )
+        }
+
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed != text {
+            entry.findings.append(.warning("entitlement-whitespace", "'\(text)' has surrounding white space; it was trimmed",
+                                           location: location, fix: "write '\(trimmed)'"))
+            text = trimmed
+        }
+
+        guard let colon = text.firstIndex(of: ":") else {
+            return fail("entitlement-missing-service", "'\(text)' has no service prefix",
+                        fix: "write 'applinks:\(text)' (or webcredentials:, activitycontinuation:, appclips:, authsrv:)")
+        }
+        let serviceName = String(text[..<colon])
+        var rest = String(text[text.index(after: colon)...])
+        guard !serviceName.isEmpty else {
+            return fail("entitlement-missing-service", "'\(text)' has an empty service before the colon",
+                        fix: "write 'applinks:\(rest)'")
+        }
+        let service = Service(name: serviceName)
+        entry.service = service
+        if !service.isKnown {
+            let suggestion = Service.known.first { $0.name == serviceName.lowercased() }
+            entry.findings.append(.warning(
+                "entitlement-unknown-service",
+                "'\(serviceName)' is not a service Apple documents; the entry is kept",
+                location: location,
+                fix: suggestion.map { "write '\($0.name):'" } ?? "use applinks, webcredentials, activitycontinuation, appclips or authsrv"
+            ))
+        }
+
+        if rest.contains("://") || rest.lowercased().hasPrefix("http:") || rest.lowercased().hasPrefix("https:") {
+            let bare = rest.components(separatedBy: "://").last ?? rest
+            return fail("entitlement-scheme", "'\(text)' includes a URL scheme; the entry names a domain only",
+                        fix: "write '\(serviceName):\(bare.split(separator: "/").first.map(String.init) ?? bare)'")
+        }
+
+        // Query: only ?mode= is allowed.
+        if let question = rest.firstIndex(of: "?") {
+            let query = String(rest[rest.index(after: question)...])
+            rest = String(rest[..<question])
+            let pairs = query.split(separator: "&", omittingEmptySubsequences: false)
+            guard pairs.count == 1, pairs[0].hasPrefix("mode=") else {
+                return fail("entitlement-query", "'\(text)' has a query other than ?mode=",
+                            fix: "write '\(serviceName):\(rest)' or add ?mode=developer, ?mode=managed or ?mode=developer+managed")
+            }
+            let value = String(pairs[0].dropFirst("mode=".count))
+            guard let mode = AlternateMode(rawValue: value) else {
+                return fail("entitlement-mode-invalid", "'\(value)' is not an alternate mode",
+                            fix: "use ?mode=developer, ?mode=managed or ?mode=developer+managed")
+            }
+            entry.mode = mode
+            entry.findings.append(.warning(
+                "entitlement-alternate-mode",
+                "'\(text)' uses ?mode=\(mode.rawValue): only \(mode == .managed ? "managed" : "developer-mode") devices use it, and the file is fetched directly, not through Apple's CDN",
+                location: location,
+                fix: "remove the query string before you submit the app to the App Store"
+            ))
+        }
+
+        if rest.contains("#") {
+            return fail("entitlement-path", "'\(text)' has a fragment; the entry names a domain only",
+                        fix: "write '\(serviceName):\(rest.split(separator: "#").first.map(String.init) ?? "")'")
+        }
+        if let slash = rest.firstIndex(of: "/") {
+            let hostPart = String(rest[..<slash])
+            let pathPart = rest[slash...]
+            if pathPart == "/" {
+                return fail("entitlement-trailing-slash", "'\(text)' ends with a slash",
+                            fix: "write '\(serviceName):\(hostPart)'")
+            }
+            return fail("entitlement-path", "'\(text)' includes a path; the entry names a domain only",
+                        fix: "write '\(serviceName):\(hostPart)' and put paths in the association file")
+        }
+        if let portColon = rest.lastIndex(of: ":") {
+            let port = rest[rest.index(after: portColon)...]
+            return fail("entitlement-port", "'\(text)' includes a port (\(port)); links to it will not open the app",
+                        fix: "write '\(serviceName):\(rest[..<portColon])' and serve the file on port 443")
+        }
+        guard !rest.isEmpty else {
+            return fail("entitlement-empty-host", "'\(text)' names no domain", fix: "write '\(serviceName):example.com'")
+        }
+
+        var host = rest
+        if host.hasPrefix("*.") {
+            entry.isWildcard = true
+            host.removeFirst(2)
+        }
+        if host.contains("*") {
+            return fail("entitlement-wildcard-position", "'\(text)': a wildcard is allowed only as a leading '*.'",
+                        fix: "write '\(serviceName):*.\(host.split(separator: ".").drop { $0.contains("*") }.joined(separator: "."))'")
+        }
+        if host.hasPrefix(".") {
+            return fail("entitlement-invalid-host", "'\(text)' starts with a dot; the wildcard form is '*.'",
+                        fix: "write '\(serviceName):*\(host)'")
+        }
+        if entry.isWildcard, service == .appclips {
+            return fail("entitlement-wildcard-appclips", "'\(text)': App Clip entries cannot use a wildcard",
+                        fix: "list each App Clip domain exactly")
+        }
+        guard !host.isEmpty else {
+            return fail("entitlement-empty-host", "'\(text)' names no domain after the wildcard")
+        }
+
+        let isASCII = host.unicodeScalars.allSatisfy(\.isASCII)
+        if isASCII, host != host.lowercased() {
+            entry.findings.append(.warning("entitlement-uppercase", "'\(host)' has upper-case letters; it was lower-cased",
+                                           location: location, fix: "write '\(host.lowercased())'"))
+        }
+        let ascii: String
+        do {
+            ascii = try IDNA.toASCII(host)
+        } catch {
+            if host.lowercased().split(separator: ".").contains(where: { $0.hasPrefix("xn--") }) {
+                return fail("entitlement-invalid-punycode", "'\(host)' has an invalid Punycode label: \(error.message)",
+                            fix: "encode the Unicode name again with an IDNA2008 tool")
+            }
+            return fail("entitlement-invalid-host", "'\(host)' is not a valid domain name: \(error.message)")
+        }
+        if let problem = Self.hostSyntaxProblem(ascii) {
+            return fail("entitlement-invalid-host", "'\(host)' is not a valid domain name: \(problem)")
+        }
+        let wildcardPrefix = entry.isWildcard ? "*." : ""
+        if !isASCII {
+            let written = "\(serviceName):\(wildcardPrefix)\(ascii)" + (entry.mode.map { "?mode=\($0.rawValue)" } ?? "")
+            entry.findings.append(.error(
+                "entitlement-not-punycode",
+                "'\(host)' is not in Punycode; devices compare ASCII names, so the entry never matches (fetched as \(ascii))",
+                location: location,
+                fix: "write '\(written)'"
+            ))
+        }
+        if !ascii.contains(".") {
+            entry.findings.append(.warning("entitlement-single-label", "'\(ascii)' is not a fully qualified domain name",
+                                           location: location))
+        }
+        entry.domain = wildcardPrefix + ascii
+        entry.host = ascii
+        return entry
+    }
+
+    /// Expands `$(NAME)` and `${NAME}`; fails with the first undefined name.
+    private func expandVariables(_ text: String) -> Result<String, UnresolvedVariable> {
+        var output = ""
+        var index = text.startIndex
+        while index < text.endIndex {
+            let character = text[index]
+            let next = text.index(after: index)
+            if character == "$", next < text.endIndex, text[next] == "(" || text[next] == "{" {
+                let closer: Character = text[next] == "(" ? ")" : "}"
+                if let end = text[next...].firstIndex(of: closer) {
+                    let name = String(text[text.index(after: next)..<end])
+                    guard let value = definitions[name] else { return .failure(UnresolvedVariable(name: name)) }
+                    output += value
+                    index = text.index(after: end)
+                    continue
+                }
+            }
+            output.append(character)
+            index = next
+        }
+        return .success(output)
+    }
+
+    private struct UnresolvedVariable: Error, CustomStringConvertible {
+        var name: String
+        var description: String { name }
+    }
+
+    /// Checks LDH syntax and lengths of an ASCII host; returns the problem or `nil`.
+    static func hostSyntaxProblem(_ host: String) -> String? {
+        if host.utf8.count > 253 { return "longer than 253 characters" }
+        if host.hasSuffix(".") { return "ends with a dot" }
+        for label in host.split(separator: ".", omittingEmptySubsequences: false) {
+            if label.isEmpty { return "has an empty label" }
+            if label.utf8.count > 63 { return "label '\(label)' is longer than 63 characters" }
+            if label.hasPrefix("-") || label.hasSuffix("-") { return "label '\(label)' starts or ends with a hyphen" }
+            if let bad = label.unicodeScalars.first(where: { !(("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-") }) {
+                return "label '\(label)' holds '\(bad)'"
+            }
+        }
+        return nil
+    }
+}
+
+extension IDNA.ConversionError {
+    /// The message without libidn2's error name.
+    var message: String { description }
+}

@@ -1,0 +1,311 @@
+import CurlTransport
+import Foundation
+
+/// Downloads association files under the rules Apple's downloader applies (SPEC §2): HTTPS only,
+/// no redirects, `.well-known` then the legacy root path on 404, a decoded-size cap, timeouts,
+/// transient failures retried, private addresses refused unless allowed.
+public struct AASAFetcher: Sendable {
+    /// The path devices request first.
+    public static let wellKnownPath = "/.well-known/apple-app-site-association"
+    /// The legacy path tried after a 404 (the Apple CDN never reads it).
+    public static let legacyRootPath = "/apple-app-site-association"
+
+    private let transport: any HTTPTransferring
+    /// The download options.
+    public let options: FetchOptions
+
+    /// Creates a fetcher over a transport (``CurlClient`` in the tool).
+    public init(transport: any HTTPTransferring, options: FetchOptions) {
+        self.transport = transport
+        self.options = options
+    }
+
+    /// Fetches every planned host, admitting downloads in plan order with at most
+    /// `options.concurrency` in flight. Results come back in plan order.
+    ///
+    /// - Parameter progress: called after each host finishes, with the count done and the result.
+    public func fetchAll(
+        _ fetches: [PlannedFetch],
+        progress: @escaping @Sendable (Int, HostFetchResult) -> Void = { _, _ in }
+    ) async -> [HostFetchResult] {
+        var results: [HostFetchResult?] = Array(repeating: nil, count: fetches.count)
+        let limit = max(1, options.concurrency)
+        await withTaskGroup(of: (Int, HostFetchResult).self) { group in
+            var next = 0
+            var done = 0
+            func admit() {
+                let position = next
+                let planned = fetches[position]
+                group.addTask { (position, await self.fetch(host: planned.host, startOrder: position)) }
+                next += 1
+            }
+            while next < fetches.count, next < limit { admit() }
+            for await (position, result) in group {
+                results[position] = result
+                done += 1
+                progress(done, result)
+                if next < fetches.count { admit() }
+            }
+        }
+        return results.enumerated().map { position, result in
+            result ?? HostFetchResult(host: fetches[position].host, route: .origin, url: "", code: "cancelled",
+                                      reason: "the run was cancelled", startOrder: position)
+        }
+    }
+
+    /// Fetches one host's file from the origin: `.well-known`, then the legacy root path on 404.
+    public func fetch(host: String, startOrder: Int = 0) async -> HostFetchResult {
+        var attempts: [FetchAttempt] = []
+        let wellKnownURL = "https://\(host)\(Self.wellKnownPath)"
+        let primary = await fetchWithRetries(url: wellKnownURL, attempts: &attempts)
+        var result = evaluate(primary, host: host, url: wellKnownURL)
+
+        if case .response(let response, _) = primary, response.status == 404 {
+            let rootURL = "https://\(host)\(Self.legacyRootPath)"
+            let fallback = await fetchWithRetries(url: rootURL, attempts: &attempts)
+            let rootResult = evaluate(fallback, host: host, url: rootURL)
+            if rootResult.code == "ok" {
+                result = rootResult
+                result.findings.insert(.warning(
+                    "legacy-root-path",
+                    "the file is served only at \(Self.legacyRootPath); Apple's CDN reads only \(Self.wellKnownPath), so iOS 14+ devices never see it",
+                    location: rootURL,
+                    fix: "serve the file at \(wellKnownURL)"
+                ), at: 0)
+            } else {
+                let rootState = rootResult.httpStatus.map { "HTTP \($0), \(rootResult.code)" } ?? rootResult.code
+                result.findings.append(.info(
+                    "legacy-root-path-tried",
+                    "the legacy root path was tried too: \(rootState)",
+                    location: rootURL
+                ))
+            }
+        }
+        result.attempts = attempts
+        result.startOrder = startOrder
+        return result
+    }
+
+    // MARK: - One URL, with retries and the trust-store fallback
+
+    enum Outcome {
+        case response(TransferResponse, reliesOnExtraCA: Bool)
+        case failure(TransferFailure)
+    }
+
+    private func fetchWithRetries(url: String, attempts: inout [FetchAttempt]) async -> Outcome {
+        var outcome = await fetchOnce(url: url, attempts: &attempts)
+        for delay in options.retryDelays {
+            guard isTransient(outcome), !Task.isCancelled else { break }
+            try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+            outcome = await fetchOnce(url: url, attempts: &attempts)
+        }
+        return outcome
+    }
+
+    private func isTransient(_ outcome: Outcome) -> Bool {
+        switch outcome {
+        case .response(let response, _):
+            return response.status >= 500 || response.status == 429
+        case .failure(let failure):
+            switch failure.kind {
+            case .dnsFailure, .connectFailure, .timeout, .transferFailure: return true
+            default: return false
+            }
+        }
+    }
+
+    /// One request. With `--cacert`, the extra CA is tried first (as `curl --cacert` does); when
+    /// the chain is untrusted there, the system store is tried, so the result says which one it needed.
+    private func fetchOnce(url: String, attempts: inout [FetchAttempt]) async -> Outcome {
+        let first = await request(url: url, caFile: options.extraCAFile, attempts: &attempts)
+        guard options.extraCAFile != nil else { return first.map(reliesOnExtraCA: false) }
+        if case .failure(let failure) = first, failure.kind == .tlsUntrusted {
+            return await request(url: url, caFile: nil, attempts: &attempts).map(reliesOnExtraCA: false)
+        }
+        return first.map(reliesOnExtraCA: true)
+    }
+
+    private func request(url: String, caFile: String?, attempts: inout [FetchAttempt]) async -> Result<TransferResponse, TransferFailure> {
+        let request = TransferRequest(
+            url: url,
+            userAgent: options.userAgent,
+            connectTimeout: options.connectTimeout,
+            maxTime: options.maxTime,
+            maxBodyBytes: options.maxSize,
+            caFile: caFile,
+            resolve: options.resolve,
+            connectTo: options.connectTo,
+            allowPrivateAddresses: options.allowPrivateAddresses,
+            httpVersion: .http1_1
+        )
+        let started = ContinuousClock.now
+        let result: Result<TransferResponse, TransferFailure>
+        do {
+            result = .success(try await transport.perform(request))
+        } catch {
+            result = .failure(error)
+        }
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        switch result {
+        case .success(let response):
+            attempts.append(FetchAttempt(url: url, httpStatus: response.status, code: "ok",
+                                         remoteAddress: response.remoteAddress.isEmpty ? nil : response.remoteAddress,
+                                         milliseconds: milliseconds))
+        case .failure(let failure):
+            attempts.append(FetchAttempt(url: url, httpStatus: nil, code: failure.kind.rawValue, remoteAddress: nil,
+                                         milliseconds: milliseconds))
+        }
+        return result
+    }
+
+    // MARK: - Verdict on one outcome
+
+    private func evaluate(_ outcome: Outcome, host: String, url: String) -> HostFetchResult {
+        switch outcome {
+        case .failure(let failure):
+            let code = failure.kind.rawValue
+            return HostFetchResult(
+                host: host, route: .origin, url: url, code: code, reason: failure.message,
+                findings: [.error(code, Self.describe(failure, host: host, options: options), location: url,
+                                  fix: Self.fix(for: failure.kind))]
+            )
+        case .response(let response, let reliesOnExtraCA):
+            var result = HostFetchResult(
+                host: host, route: .origin, url: url, code: "ok", reason: "", httpStatus: response.status,
+                headers: response.headers.map { HTTPHeader(name: $0.name, value: $0.value) },
+                reliesOnExtraCA: reliesOnExtraCA
+            )
+            if reliesOnExtraCA {
+                result.findings.append(.warning(
+                    "custom-root",
+                    "the certificate is trusted only through --cacert; devices accept that only for ?mode=developer entries",
+                    location: url
+                ))
+            }
+            classify(response, into: &result)
+            return result
+        }
+    }
+
+    private func classify(_ response: TransferResponse, into result: inout HostFetchResult) {
+        let status = response.status
+        let url = result.url
+        func fail(_ code: String, _ reason: String, fix: String? = nil) {
+            result.code = code
+            result.reason = reason
+            result.findings.append(.error(code, reason, location: url, fix: fix))
+        }
+        switch status {
+        case 200:
+            break
+        case 300..<400:
+            let location = response.redirectURL ?? response.header("Location")
+            result.redirectLocation = location
+            fail("http-redirect", "HTTP \(status) redirect to \(location ?? "(no Location header)"); Apple's downloader never follows redirects",
+                 fix: "serve the file itself at \(url) with status 200")
+            return
+        case 429:
+            fail("http-client-error", "HTTP 429 Too Many Requests (rate limited); retried \(options.retryDelays.count) times",
+                 fix: "exempt the AASA path and the AASA-Bot user agent from rate limiting")
+            return
+        case 400..<500:
+            let hint = status == 403
+                ? "allow every IP address and user agent (Apple's CDN sends \(options.userAgent)) to read the file"
+                : "serve the file at \(url)"
+            fail("http-client-error", "HTTP \(status): the server denied the file", fix: hint)
+            return
+        case 500..<600:
+            fail("http-server-error", "HTTP \(status) after \(options.retryDelays.count) retries; devices retry later",
+                 fix: "fix the server error at \(url)")
+            return
+        default:
+            fail("http-unexpected-status", "HTTP \(status): only 200 delivers the file", fix: "answer 200 with the file")
+            return
+        }
+
+        let contentType = response.header("Content-Type")
+        let mediaType = contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        if mediaType != "application/json" {
+            result.findings.append(.warning(
+                "content-type",
+                "served as \(contentType.map { "'\($0)'" } ?? "no Content-Type"); Apple expects application/json",
+                location: url,
+                fix: "serve apple-app-site-association with Content-Type: application/json"
+            ))
+        }
+        result.body = response.body
+        switch AASADecoder.decode(response.body) {
+        case .document(let document, let findings):
+            result.document = document
+            result.findings += findings
+            result.reason = "HTTP 200, \(response.body.count) bytes"
+        case .invalidJSON(let error, let findings):
+            result.findings += findings
+            let looksHTML = Self.looksLikeHTML(response.body)
+            fail("invalid-json",
+                 "the body is not valid JSON (line \(error.line), column \(error.column): \(error.message))"
+                    + (looksHTML ? "; it looks like an HTML page" : ""),
+                 fix: looksHTML ? "the web server answers this path with a page (a single-page-app fallback?); serve the JSON file there"
+                                : "fix the JSON syntax")
+        case .notAnAssociationFile(let reason, let findings):
+            result.findings += findings
+            fail("not-an-association-file", "valid JSON but not an association file: \(reason)",
+                 fix: "the top level must be an object with applinks, webcredentials, activitycontinuation, appclips or authsrv")
+        }
+    }
+
+    static func looksLikeHTML(_ body: [UInt8]) -> Bool {
+        let prefix = String(decoding: body.prefix(512), as: UTF8.self).lowercased()
+        return prefix.contains("<!doctype html") || prefix.contains("<html") || prefix.contains("<head") || prefix.contains("<body")
+    }
+
+    static func describe(_ failure: TransferFailure, host: String, options: FetchOptions) -> String {
+        switch failure.kind {
+        case .dnsFailure: return "\(host) does not resolve: \(failure.message)"
+        case .connectFailure: return "no connection to \(host): \(failure.message)"
+        case .timeout: return "timed out (connect \(format(options.connectTimeout)) s, total \(format(options.maxTime)) s): \(failure.message)"
+        case .transferFailure: return "the connection broke mid-response: \(failure.message)"
+        case .privateAddress: return "\(failure.message); Apple's CDN refuses private and reserved addresses (SWCERR00202)"
+        case .tlsUntrusted: return "the certificate chain does not end at a trusted root: \(failure.message)"
+        case .tlsExpired: return "the certificate has expired: \(failure.message)"
+        case .tlsNotYetValid: return "the certificate is not valid yet: \(failure.message)"
+        case .tlsHostnameMismatch: return "the certificate does not name \(host): \(failure.message)"
+        case .tlsFailure: return "TLS failed: \(failure.message)"
+        case .tooLarge: return "the decoded body is larger than \(options.maxSize) bytes; devices reject files over 128 KiB"
+        case .invalidRequest: return "the request could not be made: \(failure.message)"
+        case .cancelled: return "cancelled"
+        }
+    }
+
+    static func fix(for kind: TransferFailureKind) -> String? {
+        switch kind {
+        case .dnsFailure: "publish DNS records for the host, or pass --resolve / --connect-to for a test farm"
+        case .connectFailure: "make the host accept HTTPS connections on port 443"
+        case .timeout: "make the server answer the AASA path within a few seconds"
+        case .transferFailure: "check the server or proxy that closes the connection"
+        case .privateAddress: "serve the file from a public address, use ?mode=developer or ?mode=managed, or pass --allow-private for a test farm"
+        case .tlsUntrusted: "install a certificate from a publicly trusted CA with the full intermediate chain"
+        case .tlsExpired: "renew the certificate"
+        case .tlsNotYetValid: "check the certificate's start date and the server clock"
+        case .tlsHostnameMismatch: "use a certificate whose subject alternative names include the host"
+        case .tlsFailure: "check the server's TLS configuration (protocol versions, ciphers)"
+        case .tooLarge: "shrink the file below 128 KiB (substitution variables and wildcards help)"
+        case .invalidRequest, .cancelled: nil
+        }
+    }
+
+    private static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+}
+
+extension Result where Success == TransferResponse, Failure == TransferFailure {
+    fileprivate func map(reliesOnExtraCA: Bool) -> AASAFetcher.Outcome {
+        switch self {
+        case .success(let response): .response(response, reliesOnExtraCA: reliesOnExtraCA)
+        case .failure(let failure): .failure(failure)
+        }
+    }
+}

@@ -1,0 +1,324 @@
+/// The verdict on one entitlement entry.
+public struct EntryVerdict: Sendable, Hashable, Encodable {
+    /// The parsed entry.
+    public var entry: AssociatedDomainEntry
+    /// `true` when every app ID is listed for the service, `false` when not (or the entry is
+    /// invalid or its host failed), `nil` when no app ID is known so the question cannot be judged.
+    public var associated: Bool?
+    /// `ok`, or the first failure code (an `entitlement-…` code, the host's failure, `app-not-listed`).
+    public var code: String
+    /// Findings about the entry and its association.
+    public var findings: [Finding]
+
+    /// Creates a verdict.
+    public init(entry: AssociatedDomainEntry, associated: Bool?, code: String, findings: [Finding]) {
+        self.entry = entry
+        self.associated = associated
+        self.code = code
+        self.findings = findings
+    }
+
+    /// The verdict before anything is fetched: invalid entries fail, the rest are open.
+    public init(parsed entry: AssociatedDomainEntry) {
+        self.init(entry: entry, associated: entry.isFetchable ? nil : false, code: entry.errorCode ?? "ok",
+                  findings: entry.findings)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case index, entry, normalized, service, domain, host, wildcard, mode, associated, code, findings
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(entry.index, forKey: .index)
+        try container.encode(entry.raw, forKey: .entry)
+        try container.encode(entry.normalized, forKey: .normalized)
+        try container.encode(entry.service, forKey: .service)
+        try container.encode(entry.domain, forKey: .domain)
+        try container.encode(entry.host, forKey: .host)
+        try container.encode(entry.isWildcard, forKey: .wildcard)
+        try container.encode(entry.mode, forKey: .mode)
+        try container.encode(associated, forKey: .associated)
+        try container.encode(code, forKey: .code)
+        try container.encode(findings, forKey: .findings)
+    }
+}
+
+/// The verdict on one downloaded host: SPEC §7's per-domain record.
+public struct DomainReport: Sendable, Encodable {
+    /// The host fetched.
+    public var host: String
+    /// The entitlement entries it serves, as written.
+    public var entries: [String]
+    /// The route.
+    public var route: Route
+    /// The priority tier.
+    public var tier: Int
+    /// The position in which its download started.
+    public var startOrder: Int
+    /// `true` when every entry it serves associates every app, `false` when one does not, `nil` when unjudged.
+    public var associated: Bool?
+    /// `ok`, or the first failure code.
+    public var code: String
+    /// One line on the outcome.
+    public var reason: String
+    /// HTTP status of the response the verdict rests on.
+    public var httpStatus: Int?
+    /// The URL of that response.
+    public var url: String
+    /// The redirect target of a 3xx answer.
+    public var redirectLocation: String?
+    /// `Content-Type` of that response.
+    public var contentType: String?
+    /// Body size in bytes (decoded).
+    public var bytes: Int?
+    /// App IDs the file lists, per service.
+    public var appIDs: [String: [String]]
+    /// Whether the certificate verified only through `--cacert`.
+    public var reliesOnExtraCA: Bool
+    /// Findings about the download, the file and the association, most serious first.
+    public var findings: [Finding]
+    /// Every request made.
+    public var attempts: [FetchAttempt]
+
+    private enum CodingKeys: String, CodingKey {
+        case host, entries, route, tier, startOrder, associated, code, reason, httpStatus, url
+        case redirectLocation, contentType, bytes, appIDs, customRoot, findings, attempts
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(host, forKey: .host)
+        try c.encode(entries, forKey: .entries)
+        try c.encode(route, forKey: .route)
+        try c.encode(tier, forKey: .tier)
+        try c.encode(startOrder, forKey: .startOrder)
+        try c.encode(associated, forKey: .associated)
+        try c.encode(code, forKey: .code)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(httpStatus, forKey: .httpStatus)
+        try c.encode(url, forKey: .url)
+        try c.encode(redirectLocation, forKey: .redirectLocation)
+        try c.encode(contentType, forKey: .contentType)
+        try c.encode(bytes, forKey: .bytes)
+        try c.encode(appIDs, forKey: .appIDs)
+        try c.encode(reliesOnExtraCA, forKey: .customRoot)
+        try c.encode(findings, forKey: .findings)
+        try c.encode(attempts, forKey: .attempts)
+    }
+}
+
+/// Counts over a run.
+public struct RunSummary: Sendable, Hashable, Codable {
+    /// Entitlement entries.
+    public var entries: Int
+    /// Hosts downloaded.
+    public var domains: Int
+    /// Entries that associate.
+    public var associated: Int
+    /// Entries that fail to associate.
+    public var failed: Int
+    /// Entries that could not be judged (no app ID known).
+    public var unjudged: Int
+    /// Warning findings over all entries and domains.
+    public var warnings: Int
+}
+
+/// Where the app IDs of a run came from.
+public enum AppIDSource: String, Sendable, Codable {
+    /// `--app-id`.
+    case option
+    /// The entitlements' `application-identifier`.
+    case entitlements
+    /// Nowhere: association could not be judged.
+    case none
+}
+
+/// The result of `aasa-fetch` over a set of entries: what `--json` prints.
+public struct RunReport: Sendable, Encodable {
+    /// The JSON shape's version.
+    public var schemaVersion = 1
+    /// The app IDs checked.
+    public var appIDs: [String]
+    /// Where they came from.
+    public var appIDSource: AppIDSource
+    /// The region used for priorities, when known.
+    public var region: String?
+    /// Every entry with its verdict, in entitlement order.
+    public var entries: [EntryVerdict]
+    /// Every host downloaded, in the order downloads started.
+    public var domains: [DomainReport]
+    /// Findings about the inputs as a whole (app ID source, entitlements file).
+    public var findings: [Finding]
+    /// Counts.
+    public var summary: RunSummary
+
+    /// Whether every entry associates (or was unjudged), which makes the exit status 0.
+    public var succeeded: Bool { summary.failed == 0 }
+
+    private enum CodingKeys: String, CodingKey {
+        case schemaVersion, appIDs, appIDSource, region, entries, domains, findings, summary
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(schemaVersion, forKey: .schemaVersion)
+        try c.encode(appIDs, forKey: .appIDs)
+        try c.encode(appIDSource, forKey: .appIDSource)
+        try c.encode(region, forKey: .region)
+        try c.encode(entries, forKey: .entries)
+        try c.encode(domains, forKey: .domains)
+        try c.encode(findings, forKey: .findings)
+        try c.encode(summary, forKey: .summary)
+    }
+}
+
+/// Judges association: joins parsed entries, fetch results and app IDs into a ``RunReport``.
+public enum AssociationJudge {
+    /// Builds the report.
+    ///
+    /// - Parameters:
+    ///   - plan: the plan that was fetched.
+    ///   - results: the fetch results, in plan order.
+    ///   - appIDs: the app IDs to check; empty when unknown.
+    public static func report(
+        plan: FetchPlan,
+        results: [HostFetchResult],
+        appIDs: [String],
+        appIDSource: AppIDSource,
+        region: String?,
+        findings: [Finding] = []
+    ) -> RunReport {
+        var verdicts = plan.entries.map(EntryVerdict.init(parsed:))
+        var domains: [DomainReport] = []
+        for (planned, result) in zip(plan.fetches, results) {
+            for index in planned.entryIndexes {
+                verdicts[index] = judge(verdicts[index], result: result, appIDs: appIDs)
+            }
+            domains.append(domainReport(planned: planned, result: result, verdicts: planned.entryIndexes.map { verdicts[$0] }))
+        }
+        let all = verdicts
+        let warnings = all.reduce(0) { $0 + $1.findings.filter { $0.severity == .warning }.count }
+            + domains.reduce(0) { $0 + $1.findings.filter { $0.severity == .warning }.count }
+        let summary = RunSummary(
+            entries: all.count,
+            domains: domains.count,
+            associated: all.filter { $0.associated == true }.count,
+            failed: all.filter { $0.associated == false }.count,
+            unjudged: all.filter { $0.associated == nil }.count,
+            warnings: warnings
+        )
+        return RunReport(appIDs: appIDs, appIDSource: appIDSource, region: region, entries: verdicts,
+                         domains: domains, findings: findings, summary: summary)
+    }
+
+    private static func judge(_ verdict: EntryVerdict, result: HostFetchResult, appIDs: [String]) -> EntryVerdict {
+        var verdict = verdict
+        let entryError = verdict.entry.errorCode
+        guard result.code == "ok", let document = result.document, let service = verdict.entry.service else {
+            verdict.associated = false
+            verdict.code = entryError ?? result.code
+            return verdict
+        }
+        if let entryError {
+            verdict.associated = false
+            verdict.code = entryError
+            return verdict
+        }
+        let listed = document.appIDs(for: service)
+        guard !appIDs.isEmpty else {
+            verdict.associated = nil
+            verdict.code = "ok"
+            verdict.findings.append(.warning(
+                "app-id-unknown",
+                listed.isEmpty
+                    ? "no app ID given, and the file lists none for \(service.name)"
+                    : "no app ID given; the file lists for \(service.name): \(listed.joined(separator: ", "))",
+                location: verdict.entry.raw,
+                fix: "pass --app-id TEAMID.bundle.id, or use entitlements with application-identifier"
+            ))
+            return verdict
+        }
+        let missing = appIDs.filter { !listed.contains($0) }
+        if missing.isEmpty {
+            verdict.associated = true
+            verdict.code = "ok"
+            if result.reliesOnExtraCA, verdict.entry.mode != .developer, verdict.entry.mode != .developerManaged {
+                verdict.findings.append(.warning(
+                    "custom-root",
+                    "the host's certificate is trusted only through --cacert; a device accepts it only for ?mode=developer entries",
+                    location: verdict.entry.raw
+                ))
+            }
+            return verdict
+        }
+        verdict.associated = false
+        verdict.code = "app-not-listed"
+        for appID in missing {
+            let elsewhere = document.services.filter { $0 != service && document.appIDs(for: $0).contains(appID) }
+            var message = "\(appID) is not listed for \(service.name) in the file of \(result.host)"
+            if !elsewhere.isEmpty {
+                message += " (it is listed only under \(elsewhere.map(\.name).joined(separator: ", ")))"
+            } else if !document.services.contains(service) {
+                message += " (the file has no \(service.name) section)"
+            } else if !listed.isEmpty {
+                message += " (it lists \(listed.joined(separator: ", ")))"
+            }
+            verdict.findings.append(.error(
+                "app-not-listed", message, location: verdict.entry.raw,
+                fix: service == .applinks
+                    ? "add \"\(appID)\" to the appIDs of a detail under applinks.details"
+                    : "add \"\(appID)\" to \(service.name).apps"
+            ))
+        }
+        return verdict
+    }
+
+    private static func domainReport(planned: PlannedFetch, result: HostFetchResult, verdicts: [EntryVerdict]) -> DomainReport {
+        var associated: Bool? = true
+        if verdicts.contains(where: { $0.associated == false }) {
+            associated = false
+        } else if verdicts.contains(where: { $0.associated == nil }) {
+            associated = nil
+        }
+        let code = result.code != "ok" ? result.code : (verdicts.first { $0.code != "ok" }?.code ?? "ok")
+        var appIDsByService: [String: [String]] = [:]
+        for service in result.document?.services ?? [] {
+            appIDsByService[service.name] = result.document?.appIDs(for: service)
+        }
+        var findings = result.findings
+        for verdict in verdicts {
+            for finding in verdict.findings where finding.code == "app-not-listed" || finding.code == "app-id-unknown" {
+                if !findings.contains(finding) { findings.append(finding) }
+            }
+        }
+        findings = findings.enumerated().sorted { ($1.element.severity, $0.offset) < ($0.element.severity, $1.offset) }.map(\.element)
+        let reason: String
+        if result.code != "ok" {
+            reason = result.reason
+        } else if let failing = verdicts.first(where: { $0.associated == false }) {
+            reason = failing.findings.first { $0.severity == .error }?.message ?? failing.code
+        } else {
+            reason = result.reason
+        }
+        return DomainReport(
+            host: result.host,
+            entries: verdicts.map { $0.entry.raw ?? "" },
+            route: result.route,
+            tier: planned.tier,
+            startOrder: result.startOrder,
+            associated: associated,
+            code: code,
+            reason: reason,
+            httpStatus: result.httpStatus,
+            url: result.url,
+            redirectLocation: result.redirectLocation,
+            contentType: result.headers.first { $0.name.lowercased() == "content-type" }?.value,
+            bytes: result.body?.count,
+            appIDs: appIDsByService,
+            reliesOnExtraCA: result.reliesOnExtraCA,
+            findings: findings,
+            attempts: result.attempts
+        )
+    }
+}
