@@ -221,7 +221,8 @@ public struct EntryParser: Sendable {
                         fix: "list each App Clip domain exactly")
         }
         guard !host.isEmpty else {
-            return fail("entitlement-empty-host", "'\(text)' names no domain after the wildcard")
+            return fail("entitlement-empty-host", "'\(text)' names no domain after the wildcard",
+                        fix: "write '\(serviceName):*.example.com'")
         }
 
         let isASCII = host.unicodeScalars.allSatisfy(\.isASCII)

@@ -1,0 +1,158 @@
+import AASAFetchCore
+import Testing
+
+struct EntryParserTests {
+    private func parse(_ text: String, defines: [String: String] = [:]) -> AssociatedDomainEntry {
+        EntryParser(definitions: defines).parse(text, index: 0)
+    }
+
+    /// Every error of SPEC §1 has its own code, and an entry with an error is not fetched
+    /// (except a Unicode host, which is fetched under its Punycode name).
+    @Test(arguments: [
+        ("applinks:", "entitlement-empty-host"),
+        ("applinks:*.", "entitlement-empty-host"),
+        ("example.com", "entitlement-missing-service"),
+        (":example.com", "entitlement-missing-service"),
+        ("applinks:https://example.com", "entitlement-scheme"),
+        ("applinks:example.com/path", "entitlement-path"),
+        ("applinks:example.com#x", "entitlement-path"),
+        ("applinks:example.com/", "entitlement-trailing-slash"),
+        ("applinks:example.com?foo=bar", "entitlement-query"),
+        ("applinks:example.com?mode=developer&x=1", "entitlement-query"),
+        ("applinks:example.com?mode=debug", "entitlement-mode-invalid"),
+        ("applinks:example.com:8080", "entitlement-port"),
+        ("appclips:*.example.com", "entitlement-wildcard-appclips"),
+        ("applinks:www.*.example.com", "entitlement-wildcard-position"),
+        ("applinks:*example.com", "entitlement-wildcard-position"),
+        ("applinks:.example.com", "entitlement-invalid-host"),
+        ("applinks:$(APP_DOMAIN)", "entitlement-unresolved-variable"),
+        ("applinks:${APP_DOMAIN}", "entitlement-unresolved-variable"),
+        ("applinks:xn--zz.example.com", "entitlement-invalid-punycode"),
+        ("applinks:exa_mple.com", "entitlement-invalid-host"),
+        ("applinks:-example.com", "entitlement-invalid-host"),
+        ("applinks:example..com", "entitlement-invalid-host"),
+    ])
+    func errorCodes(entry: String, code: String) {
+        let parsed = parse(entry)
+        #expect(parsed.errorCode == code, "\(entry): \(parsed.findings)")
+        let finding = parsed.findings.first { $0.code == code }
+        #expect(finding?.severity == .error)
+        if code != "entitlement-invalid-host" && code != "entitlement-invalid-punycode" {
+            #expect(finding?.fix != nil, "\(entry) has no fix text")
+        }
+        #expect(!parsed.isFetchable)
+    }
+
+    @Test func nonStringElement() {
+        let entries = EntryParser().parse([nil])
+        #expect(entries[0].errorCode == "entitlement-not-string")
+    }
+
+    @Test func unicodeHostIsFetchedUnderPunycodeButIsAnError() throws {
+        let entry = parse("applinks:上海.example.中国")
+        #expect(entry.errorCode == "entitlement-not-punycode")
+        #expect(entry.host == "xn--fhqz97e.example.xn--fiqs8s")
+        let fix = try #require(entry.findings.first { $0.code == "entitlement-not-punycode" }?.fix)
+        #expect(fix.contains("applinks:xn--fhqz97e.example.xn--fiqs8s"))
+    }
+
+    @Test func wildcardFetchesTheParent() {
+        let entry = parse("applinks:*.users.example.com")
+        #expect(entry.isWildcard)
+        #expect(entry.host == "users.example.com")
+        #expect(entry.domain == "*.users.example.com")
+        #expect(entry.findings.isEmpty)
+    }
+
+    @Test func warningsTrimAndLowerCase() {
+        let entry = parse("  applinks:WWW.Example.COM \n")
+        #expect(entry.errorCode == nil)
+        #expect(entry.host == "www.example.com")
+        #expect(Set(entry.findings.map(\.code)) == ["entitlement-whitespace", "entitlement-uppercase"])
+        #expect(entry.findings.allSatisfy { $0.severity == .warning })
+    }
+
+    @Test(arguments: AlternateMode.allCases)
+    func modesAreKept(mode: AlternateMode) {
+        let entry = parse("webcredentials:example.com?mode=\(mode.rawValue)")
+        #expect(entry.mode == mode)
+        #expect(entry.service == .webcredentials)
+        #expect(entry.host == "example.com")
+        #expect(entry.normalized == "webcredentials:example.com?mode=\(mode.rawValue)")
+        #expect(entry.findings.map(\.code) == ["entitlement-alternate-mode"])
+    }
+
+    @Test func unknownServiceIsKeptWithAWarning() {
+        let entry = parse("Applinks:example.com")
+        #expect(entry.service == .unknown("Applinks"))
+        #expect(entry.isFetchable)
+        let finding = entry.findings.first { $0.code == "entitlement-unknown-service" }
+        #expect(finding?.severity == .warning)
+        #expect(finding?.fix == "write 'applinks:'")
+    }
+
+    @Test func definesResolveVariables() {
+        let entry = parse("applinks:$(APP_DOMAIN)", defines: ["APP_DOMAIN": "links.example.com"])
+        #expect(entry.host == "links.example.com")
+        #expect(entry.findings.isEmpty)
+    }
+
+    @Test func duplicatesAreFlagged() {
+        let entries = EntryParser().parse(["applinks:example.com", "applinks:EXAMPLE.com", "webcredentials:example.com"])
+        #expect(entries[1].findings.contains { $0.code == "entitlement-duplicate" })
+        #expect(!entries[2].findings.contains { $0.code == "entitlement-duplicate" })
+    }
+}
+
+struct DomainPrioritizerTests {
+    @Test func tiersForChina() {
+        let prioritizer = DomainPrioritizer(region: "CN")
+        #expect(prioritizer.tier(of: "example.com") == 0)
+        #expect(prioritizer.tier(of: "example.net") == 0)
+        #expect(prioritizer.tier(of: "example.org") == 0)
+        #expect(prioritizer.tier(of: "example.cn") == 1)
+        #expect(prioritizer.tier(of: "example.xn--fiqs8s") == 1)
+        #expect(prioritizer.tier(of: "example.xn--fiqz9s") == 1)
+        #expect(prioritizer.tier(of: "example.de") == 2)
+        #expect(prioritizer.tier(of: "example.io") == 2)
+    }
+
+    @Test(arguments: [("GB", "uk", 1), ("UK", "uk", 1), ("GB", "gb", 1), ("RU", "xn--p1ai", 1), ("DE", "uk", 2), ("TW", "xn--kpry57d", 1)])
+    func regionTLDs(region: String, tld: String, tier: Int) {
+        #expect(DomainPrioritizer(region: region).tier(of: "site.\(tld)") == tier)
+    }
+
+    @Test func noRegionMeansTwoTiers() {
+        let prioritizer = DomainPrioritizer(region: nil)
+        #expect(prioritizer.tier(of: "a.cn") == 2)
+        #expect(prioritizer.tier(of: "a.com") == 0)
+    }
+
+    @Test(arguments: [
+        (["LANG": "zh_CN.UTF-8"], "CN"),
+        (["LC_ALL": "en_GB@euro", "LANG": "zh_CN.UTF-8"], "GB"),
+        (["LC_MESSAGES": "de_DE.UTF-8", "LANG": "fr_FR.UTF-8"], "DE"),
+        (["LANG": "C.UTF-8"], nil),
+        (["LC_ALL": "POSIX", "LANG": "fr_FR.UTF-8"], nil),
+        (["LANG": "fr"], nil),
+        ([:], nil),
+    ] as [([String: String], String?)])
+    func regionFromEnvironment(environment: [String: String], expected: String?) {
+        #expect(DomainPrioritizer.region(fromEnvironment: environment) == expected)
+    }
+
+    /// Priority orders, never drops: every host is planned once, tiers ascending, entitlement
+    /// order kept inside a tier.
+    @Test func planOrder() {
+        let entries = EntryParser().parse([
+            "applinks:a.de", "applinks:b.cn", "applinks:c.com", "webcredentials:c.com", "applinks:*.c.com",
+            "applinks:d.xn--fiqs8s", "applinks:e.org", "applinks:f.io", "applinks:g.net",
+        ])
+        let plan = FetchPlan(entries: entries, prioritizer: DomainPrioritizer(region: "CN"))
+        #expect(plan.fetches.map(\.host) == ["c.com", "e.org", "g.net", "b.cn", "d.xn--fiqs8s", "a.de", "f.io"])
+        #expect(plan.fetches.map(\.tier) == [0, 0, 0, 1, 1, 2, 2])
+        #expect(plan.fetches[0].entryIndexes == [2, 3, 4])
+        let otherRegion = FetchPlan(entries: entries, prioritizer: DomainPrioritizer(region: "DE"))
+        #expect(otherRegion.fetches.map(\.host) == ["c.com", "e.org", "g.net", "a.de", "b.cn", "d.xn--fiqs8s", "f.io"])
+    }
+}
