@@ -1,4 +1,194 @@
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H
+
+/*
+ * Typed, non-variadic shims over libcurl for Swift.
+ *
+ * curl_easy_setopt, curl_easy_getinfo, curl_multi_setopt and curl_share_setopt are variadic
+ * (and macro-wrapped), so Swift cannot call them. Each function below forwards one argument
+ * kind; the logic stays in Swift (CurlTransport). Every function is static inline: this
+ * module is header-only.
+ */
+
 #include <curl/curl.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+/* MARK: - Global initialisation */
+
+/*
+ * OPENSSL_INIT_NO_ATEXIT from <openssl/crypto.h>, copied so this header needs no OpenSSL headers.
+ */
+#define CCURL_OPENSSL_INIT_NO_ATEXIT 0x00080000UL
+
+/*
+ * Initialises libcurl once for the process. First asks OpenSSL (looked up with dlsym, so there is
+ * no link-time dependency) not to register its atexit cleanup, which otherwise races threads
+ * still using curl at process exit (swift-corelibs-foundation#5469). Then curl_global_init.
+ * Returns the CURLcode of curl_global_init.
+ */
+static inline int ccurl_global_init(void) {
+    typedef int (*ccurl_openssl_init_crypto_fn)(uint64_t, const void *);
+    void *self = dlopen(NULL, RTLD_NOW | RTLD_GLOBAL);
+    void *symbol = NULL;
+    if (self != NULL) {
+        symbol = dlsym(self, "OPENSSL_init_crypto");
+    }
+    if (symbol == NULL) {
+        void *crypto = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_NOLOAD);
+        if (crypto != NULL) {
+            symbol = dlsym(crypto, "OPENSSL_init_crypto");
+        }
+    }
+    if (symbol != NULL) {
+        ccurl_openssl_init_crypto_fn init_crypto = (ccurl_openssl_init_crypto_fn)symbol;
+        (void)init_crypto(CCURL_OPENSSL_INIT_NO_ATEXIT, NULL);
+    }
+    return (int)curl_global_init(CURL_GLOBAL_ALL);
+}
+
+/* MARK: - Constants Swift cannot import from macros */
+
+static const long ccurl_pipe_multiplex = CURLPIPE_MULTIPLEX;
+static const int ccurl_socket_bad = CURL_SOCKET_BAD;
+static const int ccurl_error_size = CURL_ERROR_SIZE;
+static const long ccurl_http_version_1_0 = CURL_HTTP_VERSION_1_0;
+static const long ccurl_http_version_1_1 = CURL_HTTP_VERSION_1_1;
+static const long ccurl_http_version_2_0 = CURL_HTTP_VERSION_2_0;
+static const long ccurl_http_version_2tls = CURL_HTTP_VERSION_2TLS;
+static const long ccurl_http_version_3 = CURL_HTTP_VERSION_3;
+/* CURLE_SSL_CACERT became an alias of CURLE_PEER_FAILED_VERIFICATION (a macro) in 7.62. */
+static const int ccurl_code_ssl_cacert = CURLE_SSL_CACERT;
+
+/* MARK: - Easy handle options */
+
+static inline CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode ccurl_easy_setopt_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode ccurl_easy_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode ccurl_easy_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode ccurl_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode ccurl_easy_setopt_share(CURL *handle, CURLSH *share) {
+    return curl_easy_setopt(handle, CURLOPT_SHARE, share);
+}
+
+/* For CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION. */
+static inline CURLcode ccurl_easy_setopt_write_callback(CURL *handle, CURLoption option, curl_write_callback callback) {
+    return curl_easy_setopt(handle, option, callback);
+}
+
+static inline CURLcode ccurl_easy_setopt_opensocket_callback(CURL *handle, curl_opensocket_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+
+/* MARK: - Easy handle information */
+
+static inline CURLcode ccurl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+/* The string belongs to the handle: never free it, copy it before curl_easy_cleanup. */
+static inline CURLcode ccurl_easy_getinfo_string(CURL *handle, CURLINFO info, const char **value) {
+    char *result = NULL;
+    CURLcode code = curl_easy_getinfo(handle, info, &result);
+    *value = result;
+    return code;
+}
+
+static inline CURLcode ccurl_easy_getinfo_double(CURL *handle, CURLINFO info, double *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode ccurl_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode ccurl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
+    char *result = NULL;
+    CURLcode code = curl_easy_getinfo(handle, info, &result);
+    *value = result;
+    return code;
+}
+
+static inline CURLcode ccurl_easy_getinfo_slist(CURL *handle, CURLINFO info, struct curl_slist **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+/* The certificate chain (CURLINFO_CERTINFO); it belongs to the handle. */
+static inline CURLcode ccurl_easy_getinfo_certinfo(CURL *handle, struct curl_certinfo **value) {
+    return curl_easy_getinfo(handle, CURLINFO_CERTINFO, value);
+}
+
+/* MARK: - Multi handle */
+
+static inline CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
+static inline CURLMSG ccurl_msg_kind(const CURLMsg *message) {
+    return message->msg;
+}
+
+static inline CURL *ccurl_msg_easy(const CURLMsg *message) {
+    return message->easy_handle;
+}
+
+static inline CURLcode ccurl_msg_result(const CURLMsg *message) {
+    return message->data.result;
+}
+
+/* MARK: - Share handle */
+
+static inline CURLSHcode ccurl_share_setopt_long(CURLSH *share, CURLSHoption option, long value) {
+    return curl_share_setopt(share, option, value);
+}
+
+/* MARK: - Sockets (for CURLOPT_OPENSOCKETFUNCTION) */
+
+static inline int ccurl_sockaddr_family(const struct curl_sockaddr *address) {
+    return address->family;
+}
+
+static inline int ccurl_sockaddr_socktype(const struct curl_sockaddr *address) {
+    return address->socktype;
+}
+
+static inline int ccurl_sockaddr_protocol(const struct curl_sockaddr *address) {
+    return address->protocol;
+}
+
+/*
+ * Writes the numeric address (no port) of an AF_INET or AF_INET6 curl_sockaddr into buffer.
+ * Returns 0 on success, -1 for another family or a too-small buffer.
+ */
+static inline int ccurl_sockaddr_ntop(const struct curl_sockaddr *address, char *buffer, size_t length) {
+    if (address->family == AF_INET && address->addrlen >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)&address->addr;
+        return inet_ntop(AF_INET, &v4->sin_addr, buffer, (socklen_t)length) != NULL ? 0 : -1;
+    }
+    if (address->family == AF_INET6 && address->addrlen >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)&address->addr;
+        return inet_ntop(AF_INET6, &v6->sin6_addr, buffer, (socklen_t)length) != NULL ? 0 : -1;
+    }
+    return -1;
+}
+
 #endif

@@ -1,0 +1,167 @@
+internal import CCurl
+
+/// libcurl result codes the classifier distinguishes, as plain integers (so tests and callers need
+/// no C import).
+package enum CurlCode {
+    /// `CURLE_OK`.
+    package static let ok = Int(CURLE_OK.rawValue)
+    /// `CURLE_UNSUPPORTED_PROTOCOL`.
+    package static let unsupportedProtocol = Int(CURLE_UNSUPPORTED_PROTOCOL.rawValue)
+    /// `CURLE_URL_MALFORMAT`.
+    package static let urlMalformat = Int(CURLE_URL_MALFORMAT.rawValue)
+    /// `CURLE_COULDNT_RESOLVE_PROXY`.
+    package static let couldntResolveProxy = Int(CURLE_COULDNT_RESOLVE_PROXY.rawValue)
+    /// `CURLE_COULDNT_RESOLVE_HOST`.
+    package static let couldntResolveHost = Int(CURLE_COULDNT_RESOLVE_HOST.rawValue)
+    /// `CURLE_COULDNT_CONNECT`.
+    package static let couldntConnect = Int(CURLE_COULDNT_CONNECT.rawValue)
+    /// `CURLE_HTTP2`.
+    package static let http2 = Int(CURLE_HTTP2.rawValue)
+    /// `CURLE_PARTIAL_FILE`.
+    package static let partialFile = Int(CURLE_PARTIAL_FILE.rawValue)
+    /// `CURLE_WRITE_ERROR`.
+    package static let writeError = Int(CURLE_WRITE_ERROR.rawValue)
+    /// `CURLE_OPERATION_TIMEDOUT`.
+    package static let operationTimedOut = Int(CURLE_OPERATION_TIMEDOUT.rawValue)
+    /// `CURLE_SSL_CONNECT_ERROR`.
+    package static let sslConnectError = Int(CURLE_SSL_CONNECT_ERROR.rawValue)
+    /// `CURLE_ABORTED_BY_CALLBACK`.
+    package static let abortedByCallback = Int(CURLE_ABORTED_BY_CALLBACK.rawValue)
+    /// `CURLE_GOT_NOTHING`.
+    package static let gotNothing = Int(CURLE_GOT_NOTHING.rawValue)
+    /// `CURLE_SEND_ERROR`.
+    package static let sendError = Int(CURLE_SEND_ERROR.rawValue)
+    /// `CURLE_RECV_ERROR`.
+    package static let recvError = Int(CURLE_RECV_ERROR.rawValue)
+    /// `CURLE_SSL_CERTPROBLEM`.
+    package static let sslCertProblem = Int(CURLE_SSL_CERTPROBLEM.rawValue)
+    /// `CURLE_SSL_CIPHER`.
+    package static let sslCipher = Int(CURLE_SSL_CIPHER.rawValue)
+    /// `CURLE_PEER_FAILED_VERIFICATION`.
+    package static let peerFailedVerification = Int(CURLE_PEER_FAILED_VERIFICATION.rawValue)
+    /// `CURLE_SSL_CACERT` (an alias of `CURLE_PEER_FAILED_VERIFICATION` since 7.62).
+    package static let sslCACert = Int(ccurl_code_ssl_cacert)
+    /// `CURLE_BAD_CONTENT_ENCODING`.
+    package static let badContentEncoding = Int(CURLE_BAD_CONTENT_ENCODING.rawValue)
+    /// `CURLE_FILESIZE_EXCEEDED`.
+    package static let filesizeExceeded = Int(CURLE_FILESIZE_EXCEEDED.rawValue)
+    /// `CURLE_USE_SSL_FAILED`.
+    package static let useSSLFailed = Int(CURLE_USE_SSL_FAILED.rawValue)
+    /// `CURLE_SSL_CACERT_BADFILE`.
+    package static let sslCACertBadFile = Int(CURLE_SSL_CACERT_BADFILE.rawValue)
+    /// `CURLE_SSL_SHUTDOWN_FAILED`.
+    package static let sslShutdownFailed = Int(CURLE_SSL_SHUTDOWN_FAILED.rawValue)
+    /// `CURLE_SSL_CRL_BADFILE`.
+    package static let sslCRLBadFile = Int(CURLE_SSL_CRL_BADFILE.rawValue)
+    /// `CURLE_SSL_ISSUER_ERROR`.
+    package static let sslIssuerError = Int(CURLE_SSL_ISSUER_ERROR.rawValue)
+    /// `CURLE_SSL_PINNEDPUBKEYNOTMATCH`.
+    package static let sslPinnedPubKeyNotMatch = Int(CURLE_SSL_PINNEDPUBKEYNOTMATCH.rawValue)
+    /// `CURLE_SSL_INVALIDCERTSTATUS`.
+    package static let sslInvalidCertStatus = Int(CURLE_SSL_INVALIDCERTSTATUS.rawValue)
+    /// `CURLE_HTTP2_STREAM`.
+    package static let http2Stream = Int(CURLE_HTTP2_STREAM.rawValue)
+    /// `CURLE_SSL_CLIENTCERT`.
+    package static let sslClientCert = Int(CURLE_SSL_CLIENTCERT.rawValue)
+    /// `CURLE_SSL_ENGINE_NOTFOUND`.
+    package static let sslEngineNotFound = Int(CURLE_SSL_ENGINE_NOTFOUND.rawValue)
+    /// `CURLE_SSL_ENGINE_SETFAILED`.
+    package static let sslEngineSetFailed = Int(CURLE_SSL_ENGINE_SETFAILED.rawValue)
+    /// `CURLE_SSL_ENGINE_INITFAILED`.
+    package static let sslEngineInitFailed = Int(CURLE_SSL_ENGINE_INITFAILED.rawValue)
+}
+
+/// OpenSSL `X509_V_ERR_*` values reported by `CURLINFO_SSL_VERIFYRESULT`.
+package enum X509VerifyResult {
+    /// `X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT`.
+    package static let unableToGetIssuerCert = 2
+    /// `X509_V_ERR_CERT_NOT_YET_VALID`.
+    package static let certNotYetValid = 9
+    /// `X509_V_ERR_CERT_HAS_EXPIRED`.
+    package static let certHasExpired = 10
+    /// `X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT`.
+    package static let depthZeroSelfSigned = 18
+    /// `X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN`.
+    package static let selfSignedInChain = 19
+    /// `X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY`.
+    package static let unableToGetIssuerCertLocally = 20
+    /// `X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE`.
+    package static let unableToVerifyLeafSignature = 21
+    /// `X509_V_ERR_CERT_UNTRUSTED`.
+    package static let certUntrusted = 27
+    /// `X509_V_ERR_HOSTNAME_MISMATCH`.
+    package static let hostnameMismatch = 62
+}
+
+/// Maps a failed libcurl transfer to a ``TransferFailureKind``. Pure: no curl calls.
+package enum FailureClassifier {
+    /// Classifies a failure.
+    /// - Parameters:
+    ///   - curlCode: The transfer's `CURLcode` (not `CURLE_OK`).
+    ///   - tlsVerifyResult: `CURLINFO_SSL_VERIFYRESULT` (0 when none).
+    ///   - errorText: The transfer's error buffer (or `curl_easy_strerror`).
+    ///   - bodyLimitExceeded: Whether the write callback aborted because of the body size cap.
+    ///   - refusedPrivateAddress: Whether the open-socket callback refused a private address.
+    /// - Returns: The kind of failure.
+    package static func classify(
+        curlCode: Int,
+        tlsVerifyResult: Int,
+        errorText: String,
+        bodyLimitExceeded: Bool = false,
+        refusedPrivateAddress: Bool = false
+    ) -> TransferFailureKind {
+        switch curlCode {
+        case CurlCode.couldntResolveHost, CurlCode.couldntResolveProxy:
+            return .dnsFailure
+        case CurlCode.couldntConnect:
+            return refusedPrivateAddress ? .privateAddress : .connectFailure
+        case CurlCode.operationTimedOut:
+            return .timeout
+        case CurlCode.writeError, CurlCode.abortedByCallback:
+            return bodyLimitExceeded ? .tooLarge : .transferFailure
+        case CurlCode.filesizeExceeded:
+            return .tooLarge
+        case CurlCode.urlMalformat, CurlCode.unsupportedProtocol:
+            return .invalidRequest
+        case CurlCode.recvError, CurlCode.sendError, CurlCode.partialFile, CurlCode.gotNothing,
+            CurlCode.http2, CurlCode.http2Stream, CurlCode.badContentEncoding:
+            return .transferFailure
+        case CurlCode.peerFailedVerification, CurlCode.sslCACert, CurlCode.sslConnectError,
+            CurlCode.sslCertProblem, CurlCode.sslCipher, CurlCode.sslCACertBadFile,
+            CurlCode.sslShutdownFailed, CurlCode.sslCRLBadFile, CurlCode.sslIssuerError,
+            CurlCode.sslPinnedPubKeyNotMatch, CurlCode.sslInvalidCertStatus, CurlCode.sslClientCert,
+            CurlCode.useSSLFailed, CurlCode.sslEngineNotFound, CurlCode.sslEngineSetFailed,
+            CurlCode.sslEngineInitFailed:
+            return classifyTLS(tlsVerifyResult: tlsVerifyResult, errorText: errorText)
+        default:
+            return .transferFailure
+        }
+    }
+
+    /// Classifies a TLS failure from OpenSSL's verification result, then curl's message.
+    private static func classifyTLS(tlsVerifyResult: Int, errorText: String) -> TransferFailureKind {
+        switch tlsVerifyResult {
+        case X509VerifyResult.certHasExpired:
+            return .tlsExpired
+        case X509VerifyResult.certNotYetValid:
+            return .tlsNotYetValid
+        case X509VerifyResult.unableToGetIssuerCert, X509VerifyResult.depthZeroSelfSigned,
+            X509VerifyResult.selfSignedInChain, X509VerifyResult.unableToGetIssuerCertLocally,
+            X509VerifyResult.unableToVerifyLeafSignature, X509VerifyResult.certUntrusted:
+            return .tlsUntrusted
+        case X509VerifyResult.hostnameMismatch:
+            return .tlsHostnameMismatch
+        default:
+            break
+        }
+        // curl checks the host name itself after OpenSSL accepted the chain (verify result 0).
+        let text = errorText.lowercased()
+        if text.contains("no alternative certificate subject name matches")
+            || text.contains("ssl: certificate subject name")
+            || text.contains("does not match target host name")
+        {
+            return .tlsHostnameMismatch
+        }
+        return .tlsFailure
+    }
+}

@@ -1,0 +1,196 @@
+internal import CCurl
+import Synchronization
+
+/// The multi handle, carried across threads only so that `curl_multi_wakeup` can be called on it.
+///
+/// `@unchecked Sendable` because a raw pointer is not `Sendable`: the only use off the loop thread
+/// is `curl_multi_wakeup`, which libcurl documents as callable from any thread, and it is made
+/// only while holding the mailbox lock and only while the loop has published the handle (the loop
+/// withdraws it under the same lock before `curl_multi_cleanup`).
+struct MultiWakeupHandle: @unchecked Sendable {
+    let raw: UnsafeMutableRawPointer
+}
+
+/// Work posted to the loop thread.
+enum LoopCommand: Sendable {
+    /// Start a transfer.
+    case start(id: UInt64, request: TransferRequest, continuation: TransferContinuation)
+    /// Cancel a running transfer.
+    case cancel(id: UInt64)
+}
+
+/// The shared, lock-guarded inbox between callers of ``CurlClient`` and its loop thread.
+final class Mailbox: Sendable {
+    private enum Phase {
+        case reserved, queued, active, cancelledEarly
+    }
+
+    private enum Lifecycle {
+        case running, stopping, stopped
+    }
+
+    private struct State {
+        var nextID: UInt64 = 1
+        var phases: [UInt64: Phase] = [:]
+        var commands: [LoopCommand] = []
+        var lifecycle = Lifecycle.running
+        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+        var multi: MultiWakeupHandle?
+        var startupFailure: String?
+
+        func wake() {
+            if let multi {
+                _ = curl_multi_wakeup(multi.raw)
+            }
+        }
+    }
+
+    private let state = Mutex(State())
+
+    static let cancelledFailure = TransferFailure(kind: .cancelled, message: "the transfer was cancelled")
+    static let shutDownFailure = TransferFailure(kind: .cancelled, message: "the client was shut down")
+
+    // MARK: - Caller side
+
+    /// Reserves an identifier for a new `perform` call, or returns the failure to throw at once.
+    func reserve() -> Result<UInt64, TransferFailure> {
+        state.withLock { state in
+            guard state.lifecycle == .running else {
+                if let message = state.startupFailure {
+                    return .failure(TransferFailure(kind: .invalidRequest, message: message))
+                }
+                return .failure(Self.shutDownFailure)
+            }
+            let id = state.nextID
+            state.nextID += 1
+            state.phases[id] = .reserved
+            return .success(id)
+        }
+    }
+
+    /// Queues the start of a reserved transfer and wakes the loop; fails it at once when it was
+    /// cancelled first or the client is stopping.
+    func submit(id: UInt64, request: TransferRequest, continuation: TransferContinuation) {
+        let failure: TransferFailure? = state.withLock { state in
+            guard state.phases[id] == .reserved else {
+                state.phases[id] = nil
+                return state.lifecycle == .running ? Self.cancelledFailure : Self.shutDownFailure
+            }
+            guard state.lifecycle == .running else {
+                state.phases[id] = nil
+                return Self.shutDownFailure
+            }
+            state.phases[id] = .queued
+            state.commands.append(.start(id: id, request: request, continuation: continuation))
+            state.wake()
+            return nil
+        }
+        if let failure {
+            continuation.resume(returning: .failure(failure))
+        }
+    }
+
+    /// Cancels a transfer wherever it is: before submission, queued, or running in curl.
+    func cancel(id: UInt64) {
+        let queued: TransferContinuation? = state.withLock { state in
+            switch state.phases[id] {
+            case .reserved:
+                state.phases[id] = .cancelledEarly
+                return nil
+            case .queued:
+                state.phases[id] = nil
+                guard let index = state.commands.firstIndex(where: { command in
+                    if case .start(let queuedID, _, _) = command { return queuedID == id }
+                    return false
+                }) else { return nil }
+                let command = state.commands.remove(at: index)
+                if case .start(_, _, let continuation) = command { return continuation }
+                return nil
+            case .active:
+                state.commands.append(.cancel(id: id))
+                state.wake()
+                return nil
+            case .cancelledEarly, nil:
+                return nil
+            }
+        }
+        queued?.resume(returning: .failure(Self.cancelledFailure))
+    }
+
+    /// Asks the loop to stop and waits until it has failed every transfer and freed every handle.
+    func shutdown() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let alreadyStopped = state.withLock { state -> Bool in
+                switch state.lifecycle {
+                case .stopped:
+                    return true
+                case .running, .stopping:
+                    state.lifecycle = .stopping
+                    state.shutdownWaiters.append(waiter)
+                    state.wake()
+                    return false
+                }
+            }
+            if alreadyStopped {
+                waiter.resume()
+            }
+        }
+    }
+
+    /// Asks the loop to stop without waiting (used from `deinit`).
+    func requestStop() {
+        state.withLock { state in
+            if state.lifecycle == .running {
+                state.lifecycle = .stopping
+                state.wake()
+            }
+        }
+    }
+
+    // MARK: - Loop side
+
+    /// Makes the multi handle reachable for wake-ups.
+    func publish(multi: MultiWakeupHandle) {
+        state.withLock { state in
+            state.multi = multi
+            state.wake()  // commands may have been queued before the handle existed
+        }
+    }
+
+    /// Takes every queued command, marking started transfers active.
+    func takeCommands() -> (commands: [LoopCommand], stop: Bool) {
+        state.withLock { state in
+            let commands = state.commands
+            state.commands = []
+            for case .start(let id, _, _) in commands {
+                state.phases[id] = .active
+            }
+            return (commands, state.lifecycle != .running)
+        }
+    }
+
+    /// Forgets a transfer that finished (its continuation is about to be resumed).
+    func finished(id: UInt64) {
+        state.withLock { state in
+            state.phases[id] = nil
+        }
+    }
+
+    /// Marks the client stopped, withdraws the multi handle and returns what is left to fail and
+    /// the shutdown waiters to resume.
+    func close(startupFailure: String? = nil) -> (
+        commands: [LoopCommand], waiters: [CheckedContinuation<Void, Never>]
+    ) {
+        state.withLock { state in
+            state.lifecycle = .stopped
+            state.startupFailure = startupFailure
+            state.multi = nil
+            state.phases = [:]
+            let commands = state.commands
+            state.commands = []
+            let waiters = state.shutdownWaiters
+            state.shutdownWaiters = []
+            return (commands, waiters)
+        }
+    }
+}

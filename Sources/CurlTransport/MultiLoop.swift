@@ -1,0 +1,169 @@
+internal import CCurl
+
+/// The loop run by the one thread that owns every curl handle of a ``CurlClient``.
+///
+/// Drains the ``Mailbox`` (starts and cancels), calls `curl_multi_perform`, completes finished
+/// transfers from `curl_multi_info_read`, then sleeps in `curl_multi_poll` until a socket is ready,
+/// curl's own timeout expires or another thread calls `curl_multi_wakeup`. Nothing here is shared:
+/// the multi, share and easy handles never leave this thread (pitfall P3).
+final class MultiLoop {
+    private let mailbox: Mailbox
+    private let multi: UnsafeMutableRawPointer
+    private let share: UnsafeMutableRawPointer?
+    private var transfers: [UInt64: Transfer] = [:]
+
+    private init(mailbox: Mailbox, multi: UnsafeMutableRawPointer, share: UnsafeMutableRawPointer?) {
+        self.mailbox = mailbox
+        self.multi = multi
+        self.share = share
+    }
+
+    /// Runs the loop on the calling thread until the client shuts down.
+    static func run(mailbox: Mailbox, maxConnections: Int, maxConnectionsPerHost: Int) {
+        guard CurlGlobal.isInitialized else {
+            failEverything(mailbox, reason: "libcurl could not be initialised (curl_global_init returned \(CurlGlobal.initResult))")
+            return
+        }
+        guard let multi = curl_multi_init() else {
+            failEverything(mailbox, reason: "libcurl could not create a multi handle")
+            return
+        }
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max(0, maxConnections))
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, maxConnectionsPerHost))
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex)
+
+        // DNS cache and TLS session cache shared by every transfer. All handles live on this
+        // thread, so the share handle needs no lock callbacks. Without it transfers still work.
+        var share = curl_share_init()
+        if let handle = share {
+            let dns = ccurl_share_setopt_long(handle, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_DNS.rawValue))
+            let tls = ccurl_share_setopt_long(handle, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
+            if dns != CURLSHE_OK || tls != CURLSHE_OK {
+                _ = curl_share_cleanup(handle)
+                share = nil
+            }
+        }
+
+        let loop = MultiLoop(mailbox: mailbox, multi: multi, share: share)
+        mailbox.publish(multi: MultiWakeupHandle(raw: multi))
+        loop.runUntilStopped()
+        loop.tearDown()
+    }
+
+    private static func failEverything(_ mailbox: Mailbox, reason: String) {
+        let (commands, waiters) = mailbox.close(startupFailure: reason)
+        let failure = TransferFailure(kind: .invalidRequest, message: reason)
+        for case .start(_, _, let continuation) in commands {
+            continuation.resume(returning: .failure(failure))
+        }
+        for waiter in waiters {
+            waiter.resume()
+        }
+    }
+
+    private func runUntilStopped() {
+        while true {
+            let (commands, stop) = mailbox.takeCommands()
+            for command in commands {
+                switch command {
+                case .start(let id, let request, let continuation):
+                    start(id: id, request: request, continuation: continuation)
+                case .cancel(let id):
+                    cancel(id: id)
+                }
+            }
+            if stop {
+                return
+            }
+            var running: Int32 = 0
+            _ = curl_multi_perform(multi, &running)
+            drainMessages()
+            var ready: Int32 = 0
+            _ = curl_multi_poll(multi, nil, 0, 1000, &ready)
+        }
+    }
+
+    private func start(id: UInt64, request: TransferRequest, continuation: TransferContinuation) {
+        guard let transfer = Transfer(id: id, request: request, continuation: continuation) else {
+            finish(id: id, continuation: continuation, result: .failure(
+                TransferFailure(kind: .invalidRequest, message: "libcurl could not create an easy handle")))
+            return
+        }
+        do throws(TransferFailure) {
+            try transfer.configure(share: share)
+        } catch {
+            complete(transfer, result: .failure(error), added: false)
+            return
+        }
+        guard let easy = transfer.handle else { return }
+        let code = curl_multi_add_handle(multi, easy)
+        guard code == CURLM_OK else {
+            let message = curl_multi_strerror(code).map { String(cString: $0) } ?? "error \(code.rawValue)"
+            complete(transfer, result: .failure(
+                TransferFailure(kind: .invalidRequest, curlCode: Int(code.rawValue), message: "curl_multi_add_handle: \(message)")),
+                added: false)
+            return
+        }
+        transfers[id] = transfer
+    }
+
+    private func cancel(id: UInt64) {
+        guard let transfer = transfers[id] else { return }  // already finished
+        complete(transfer, result: .failure(Mailbox.cancelledFailure), added: true)
+    }
+
+    private func drainMessages() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard ccurl_msg_kind(message) == CURLMSG_DONE, let easy = ccurl_msg_easy(message) else { continue }
+            let code = ccurl_msg_result(message)
+            var userData: UnsafeMutableRawPointer?
+            guard ccurl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &userData) == CURLE_OK,
+                let transfer = Transfer.from(userData), transfers[transfer.id] === transfer
+            else {
+                // Not one of ours (cannot happen): detach it so the loop does not spin on it.
+                _ = curl_multi_remove_handle(multi, easy)
+                continue
+            }
+            let result: Result<TransferResponse, TransferFailure> =
+                code == CURLE_OK ? .success(transfer.makeResponse()) : .failure(transfer.makeFailure(code))
+            complete(transfer, result: result, added: true)
+        }
+    }
+
+    /// Detaches and frees the transfer, then resumes its continuation (exactly once, no lock held).
+    private func complete(_ transfer: Transfer, result: Result<TransferResponse, TransferFailure>, added: Bool) {
+        if added, let easy = transfer.handle {
+            _ = curl_multi_remove_handle(multi, easy)
+        }
+        transfer.cleanup()
+        transfers[transfer.id] = nil
+        let continuation = transfer.continuation
+        transfer.continuation = nil
+        if let continuation {
+            finish(id: transfer.id, continuation: continuation, result: result)
+        }
+    }
+
+    private func finish(id: UInt64, continuation: TransferContinuation, result: Result<TransferResponse, TransferFailure>) {
+        mailbox.finished(id: id)
+        continuation.resume(returning: result)
+    }
+
+    private func tearDown() {
+        let (commands, waiters) = mailbox.close()
+        for case .start(let id, _, let continuation) in commands {
+            finish(id: id, continuation: continuation, result: .failure(Mailbox.shutDownFailure))
+        }
+        for transfer in Array(transfers.values) {
+            complete(transfer, result: .failure(Mailbox.shutDownFailure), added: true)
+        }
+        _ = curl_multi_cleanup(multi)
+        if let share {
+            _ = curl_share_cleanup(share)
+        }
+        for waiter in waiters {
+            waiter.resume()
+        }
+    }
+}

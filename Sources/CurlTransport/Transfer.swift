@@ -1,0 +1,410 @@
+internal import CCurl
+import Glibc
+
+/// The continuation a ``CurlClient/perform(_:)`` call waits on.
+typealias TransferContinuation = CheckedContinuation<Result<TransferResponse, TransferFailure>, Never>
+
+/// One transfer: its easy handle and everything libcurl points into while it runs.
+///
+/// Thread-confined to the loop thread of ``MultiLoop`` (never `Sendable`). It owns the easy handle,
+/// the error buffer, every `curl_slist` handed to curl (curl does not copy those), the received
+/// body and headers, and the continuation until it is resumed. Callbacks find it through an
+/// unretained pointer in `CURLOPT_WRITEDATA`/`HEADERDATA`/`OPENSOCKETDATA`/`PRIVATE`; the loop's
+/// table of transfers is the strong owner until after `curl_easy_cleanup` (pitfall P7).
+final class Transfer {
+    /// The client-wide identifier of the `perform` call.
+    let id: UInt64
+    /// The request being performed.
+    let request: TransferRequest
+    /// The continuation to resume exactly once; `nil` once taken.
+    var continuation: TransferContinuation?
+
+    private var easy: UnsafeMutableRawPointer?
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var resolveList: UnsafeMutablePointer<curl_slist>?
+    private var connectToList: UnsafeMutablePointer<curl_slist>?
+
+    /// Decoded body bytes received so far.
+    private(set) var body: [UInt8] = []
+    /// Set when the write callback refused bytes past ``TransferRequest/maxBodyBytes``.
+    private(set) var bodyLimitExceeded = false
+    /// Headers of the last response seen so far.
+    private(set) var headers: [(name: String, value: String)] = []
+    /// Addresses the open-socket callback refused as private or reserved.
+    private(set) var refusedAddresses: [String] = []
+
+    /// Creates the transfer and its easy handle (not configured yet).
+    /// - Returns: `nil` when libcurl cannot allocate an easy handle.
+    init?(id: UInt64, request: TransferRequest, continuation: TransferContinuation) {
+        guard let handle = curl_easy_init() else { return nil }
+        self.id = id
+        self.request = request
+        self.continuation = continuation
+        self.easy = handle
+        let size = Int(ccurl_error_size) + 1
+        errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
+        errorBuffer.initialize(repeating: 0, count: size)
+    }
+
+    deinit {
+        cleanup()
+        errorBuffer.deallocate()
+    }
+
+    /// The easy handle (valid until ``cleanup()``).
+    var handle: UnsafeMutableRawPointer? { easy }
+
+    /// Frees the easy handle and the lists curl pointed to. Idempotent. Call it only after the
+    /// handle was removed from its multi handle.
+    func cleanup() {
+        if let easy {
+            curl_easy_cleanup(easy)
+            self.easy = nil
+        }
+        curl_slist_free_all(headerList)
+        curl_slist_free_all(resolveList)
+        curl_slist_free_all(connectToList)
+        headerList = nil
+        resolveList = nil
+        connectToList = nil
+    }
+
+    /// Recovers the transfer from a callback's user data.
+    static func from(_ userData: UnsafeMutableRawPointer?) -> Transfer? {
+        guard let userData else { return nil }
+        return Unmanaged<Transfer>.fromOpaque(userData).takeUnretainedValue()
+    }
+
+    // MARK: - Configuration
+
+    /// Sets every option of the request on the easy handle.
+    /// - Parameter share: The share handle (DNS and TLS session caches) to attach, if any.
+    /// - Throws: ``TransferFailure`` of kind ``TransferFailureKind/invalidRequest`` when curl
+    ///   rejects an option.
+    func configure(share: UnsafeMutableRawPointer?) throws(TransferFailure) {
+        guard let easy else {
+            throw TransferFailure(kind: .invalidRequest, message: "the transfer was already cleaned up")
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+
+        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)), "ERRORBUFFER")
+        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me), "PRIVATE")
+        try setLong(CURLOPT_NOSIGNAL, 1, "NOSIGNAL")
+        try setString(CURLOPT_URL, request.url, "URL")
+        try setString(CURLOPT_PROTOCOLS_STR, "https", "PROTOCOLS_STR")
+        try setString(CURLOPT_REDIR_PROTOCOLS_STR, "https", "REDIR_PROTOCOLS_STR")
+        try setLong(CURLOPT_FOLLOWLOCATION, 0, "FOLLOWLOCATION")
+        try setLong(CURLOPT_HTTPGET, 1, "HTTPGET")
+        try setLong(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout), "CONNECTTIMEOUT_MS")
+        try setLong(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.maxTime), "TIMEOUT_MS")
+        // Empty string: offer every encoding curl can decode; the write callback sees decoded bytes.
+        try setString(CURLOPT_ACCEPT_ENCODING, "", "ACCEPT_ENCODING")
+        // Rejects a too-large Content-Length before any body arrives. Content-Length counts encoded
+        // bytes, so allow a little above the cap for compression overhead of incompressible bodies;
+        // the write callback enforces the exact cap on decoded bytes.
+        let limit = max(0, request.maxBodyBytes)
+        try check(ccurl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, limit + 1024), "MAXFILESIZE_LARGE")
+        try setString(CURLOPT_USERAGENT, request.userAgent, "USERAGENT")
+
+        headerList = Self.makeList(request.headers)
+        if let headerList {
+            try check(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList), "HTTPHEADER")
+        }
+        resolveList = Self.makeList(request.resolve)
+        if let resolveList {
+            try check(ccurl_easy_setopt_slist(easy, CURLOPT_RESOLVE, resolveList), "RESOLVE")
+        }
+        connectToList = Self.makeList(request.connectTo)
+        if let connectToList {
+            try check(ccurl_easy_setopt_slist(easy, CURLOPT_CONNECT_TO, connectToList), "CONNECT_TO")
+        }
+
+        switch request.httpVersion {
+        case .http1_1:
+            try setLong(CURLOPT_HTTP_VERSION, ccurl_http_version_1_1, "HTTP_VERSION")
+        case .http2:
+            try setLong(CURLOPT_HTTP_VERSION, ccurl_http_version_2tls, "HTTP_VERSION")
+            // Wait for a connection that can multiplex rather than opening another one.
+            try setLong(CURLOPT_PIPEWAIT, 1, "PIPEWAIT")
+        }
+
+        if let caFile = request.caFile {
+            try setString(CURLOPT_CAINFO, caFile, "CAINFO")
+            // "Instead of" the system store: drop the compiled-in CA directory too.
+            try check(ccurl_easy_setopt_string(easy, CURLOPT_CAPATH, nil), "CAPATH")
+        }
+        try setLong(CURLOPT_SSL_VERIFYPEER, request.verifyPeer ? 1 : 0, "SSL_VERIFYPEER")
+        try setLong(CURLOPT_SSL_VERIFYHOST, request.verifyPeer ? 2 : 0, "SSL_VERIFYHOST")
+        if request.collectCertificates {
+            try setLong(CURLOPT_CERTINFO, 1, "CERTINFO")
+        }
+
+        if let share {
+            try check(ccurl_easy_setopt_share(easy, share), "SHARE")
+        }
+
+        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me), "WRITEDATA")
+        try check(
+            ccurl_easy_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userData in
+                guard let transfer = Transfer.from(userData) else { return 0 }
+                return transfer.receive(body: UnsafeRawPointer(data), count: size * count)
+            },
+            "WRITEFUNCTION"
+        )
+        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me), "HEADERDATA")
+        try check(
+            ccurl_easy_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userData in
+                guard let transfer = Transfer.from(userData) else { return 0 }
+                let length = size * count
+                transfer.receive(headerLine: UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : length))
+                return length
+            },
+            "HEADERFUNCTION"
+        )
+        if !request.allowPrivateAddresses {
+            try check(ccurl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, me), "OPENSOCKETDATA")
+            try check(
+                ccurl_easy_setopt_opensocket_callback(easy) { userData, _, address in
+                    guard let transfer = Transfer.from(userData), let address else { return ccurl_socket_bad }
+                    return transfer.openSocket(address)
+                },
+                "OPENSOCKETFUNCTION"
+            )
+        }
+    }
+
+    private func check(_ code: CURLcode, _ option: String) throws(TransferFailure) {
+        guard code != CURLE_OK else { return }
+        throw TransferFailure(
+            kind: .invalidRequest,
+            curlCode: Int(code.rawValue),
+            message: "libcurl rejected CURLOPT_\(option): \(Self.describe(code))"
+        )
+    }
+
+    private func setLong(_ option: CURLoption, _ value: Int, _ name: String) throws(TransferFailure) {
+        guard let easy else { return }
+        try check(ccurl_easy_setopt_long(easy, option, value), name)
+    }
+
+    private func setString(_ option: CURLoption, _ value: String, _ name: String) throws(TransferFailure) {
+        guard let easy else { return }
+        // libcurl copies string options, so the pointer need not outlive the call.
+        let code = value.withCString { ccurl_easy_setopt_string(easy, option, $0) }
+        try check(code, name)
+    }
+
+    private static func milliseconds(_ seconds: Double) -> Int {
+        guard seconds.isFinite, seconds > 0 else { return 1 }
+        return max(1, Int(min(seconds * 1000, Double(Int32.max))))
+    }
+
+    private static func makeList(_ items: [String]) -> UnsafeMutablePointer<curl_slist>? {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for item in items {
+            guard let appended = curl_slist_append(list, item) else { continue }
+            list = appended
+        }
+        return list
+    }
+
+    static func describe(_ code: CURLcode) -> String {
+        guard let text = curl_easy_strerror(code) else { return "curl error \(code.rawValue)" }
+        return String(cString: text)
+    }
+
+    // MARK: - Callbacks (loop thread, inside curl_multi_perform)
+
+    private func receive(body data: UnsafeRawPointer?, count: Int) -> Int {
+        guard count > 0 else { return 0 }
+        guard let data else { return 0 }
+        if body.count + count > request.maxBodyBytes {
+            bodyLimitExceeded = true
+            return 0  // aborts the transfer with CURLE_WRITE_ERROR
+        }
+        body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: count))
+        return count
+    }
+
+    private func receive(headerLine bytes: UnsafeRawBufferPointer) {
+        var line = String(decoding: bytes, as: UTF8.self)
+        while let last = line.last, last == "\n" || last == "\r" {
+            line.removeLast()
+        }
+        if line.hasPrefix("HTTP/") {
+            headers.removeAll()  // a new response begins (1xx, or the final one)
+            return
+        }
+        guard !line.isEmpty else { return }
+        if let first = line.first, first == " " || first == "\t", var previous = headers.popLast() {
+            previous.value += " " + line.trimmingWhitespace()
+            headers.append(previous)
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = String(line[..<colon])
+        let value = String(line[line.index(after: colon)...]).trimmingWhitespace()
+        headers.append((name: name, value: value))
+    }
+
+    private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let formatted = buffer.withUnsafeMutableBufferPointer { pointer -> String? in
+            guard let base = pointer.baseAddress, ccurl_sockaddr_ntop(address, base, pointer.count) == 0 else {
+                return nil
+            }
+            return String(cString: base)
+        }
+        let text = formatted ?? "(unknown address family \(ccurl_sockaddr_family(address)))"
+        if formatted == nil || AddressPolicy.isPrivateOrReserved(text) {
+            refusedAddresses.append(text)
+            return ccurl_socket_bad
+        }
+        let fd = socket(ccurl_sockaddr_family(address), ccurl_sockaddr_socktype(address), ccurl_sockaddr_protocol(address))
+        if fd >= 0 {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        return fd
+    }
+
+    // MARK: - Results (loop thread, after CURLMSG_DONE and before cleanup)
+
+    /// Builds the response from the handle's information.
+    func makeResponse() -> TransferResponse {
+        var response = TransferResponse(status: longInfo(CURLINFO_RESPONSE_CODE), headers: headers, body: body, url: request.url)
+        response.redirectURL = stringInfo(CURLINFO_REDIRECT_URL)
+        response.remoteAddress = stringInfo(CURLINFO_PRIMARY_IP) ?? ""
+        response.remotePort = longInfo(CURLINFO_PRIMARY_PORT)
+        response.httpVersion = Self.versionName(longInfo(CURLINFO_HTTP_VERSION))
+        if request.collectCertificates {
+            response.certificates = certificates()
+        }
+        response.timings = TransferTimings(
+            nameLookup: secondsInfo(CURLINFO_NAMELOOKUP_TIME_T),
+            connect: secondsInfo(CURLINFO_CONNECT_TIME_T),
+            tlsHandshake: secondsInfo(CURLINFO_APPCONNECT_TIME_T),
+            firstByte: secondsInfo(CURLINFO_STARTTRANSFER_TIME_T),
+            total: secondsInfo(CURLINFO_TOTAL_TIME_T)
+        )
+        return response
+    }
+
+    /// Builds the failure for a transfer that ended with `code`.
+    func makeFailure(_ code: CURLcode) -> TransferFailure {
+        let verifyResult = longInfo(CURLINFO_SSL_VERIFYRESULT)
+        var text = String(cString: errorBuffer)
+        if text.isEmpty {
+            text = Self.describe(code)
+        }
+        let kind = FailureClassifier.classify(
+            curlCode: Int(code.rawValue),
+            tlsVerifyResult: verifyResult,
+            errorText: text,
+            bodyLimitExceeded: bodyLimitExceeded,
+            refusedPrivateAddress: !refusedAddresses.isEmpty
+        )
+        switch kind {
+        case .privateAddress:
+            text = "refused to connect to private or reserved address \(refusedAddresses.joined(separator: ", ")) (\(text))"
+        case .tooLarge where bodyLimitExceeded:
+            text = "the decoded body exceeds \(request.maxBodyBytes) bytes"
+        case .tooLarge:
+            text = "the announced body exceeds \(request.maxBodyBytes) bytes (\(text))"
+        default:
+            break
+        }
+        return TransferFailure(kind: kind, curlCode: Int(code.rawValue), message: text, tlsVerifyResult: verifyResult)
+    }
+
+    private func longInfo(_ info: CURLINFO) -> Int {
+        guard let easy else { return 0 }
+        var value = 0
+        return ccurl_easy_getinfo_long(easy, info, &value) == CURLE_OK ? value : 0
+    }
+
+    private func stringInfo(_ info: CURLINFO) -> String? {
+        guard let easy else { return nil }
+        var value: UnsafePointer<CChar>?
+        guard ccurl_easy_getinfo_string(easy, info, &value) == CURLE_OK, let value else { return nil }
+        return String(cString: value)
+    }
+
+    private func secondsInfo(_ info: CURLINFO) -> Double {
+        guard let easy else { return 0 }
+        var microseconds: curl_off_t = 0
+        guard ccurl_easy_getinfo_off_t(easy, info, &microseconds) == CURLE_OK else { return 0 }
+        return Double(microseconds) / 1_000_000
+    }
+
+    private static func versionName(_ version: Int) -> String {
+        switch version {
+        case ccurl_http_version_1_0: return "1.0"
+        case ccurl_http_version_1_1: return "1.1"
+        case ccurl_http_version_2_0: return "2"
+        case ccurl_http_version_3: return "3"
+        default: return ""
+        }
+    }
+
+    private func certificates() -> [PeerCertificate] {
+        guard let easy else { return [] }
+        var info: UnsafeMutablePointer<curl_certinfo>?
+        guard ccurl_easy_getinfo_certinfo(easy, &info) == CURLE_OK, let info, let chain = info.pointee.certinfo else {
+            return []
+        }
+        var result: [PeerCertificate] = []
+        for index in 0..<Int(max(0, info.pointee.num_of_certs)) {
+            var fields: [(String, String)] = []
+            var node = chain[index]
+            while let current = node {
+                if let data = current.pointee.data {
+                    let line = String(cString: data)
+                    if let colon = line.firstIndex(of: ":") {
+                        fields.append((String(line[..<colon]), String(line[line.index(after: colon)...])))
+                    }
+                }
+                node = current.pointee.next
+            }
+            result.append(PeerCertificate(fields: fields))
+        }
+        return result
+    }
+}
+
+extension PeerCertificate {
+    /// Builds a certificate description from libcurl's `CURLINFO_CERTINFO` fields
+    /// (`Subject`, `Issuer`, `Start date`, `Expire date`, `X509v3 Subject Alternative Name`).
+    init(fields: [(String, String)]) {
+        func field(_ name: String) -> String {
+            fields.first { $0.0 == name }?.1.trimmingWhitespace() ?? ""
+        }
+        let names = field("X509v3 Subject Alternative Name")
+            .split(separator: ",")
+            .map { entry -> String in
+                let trimmed = String(entry).trimmingWhitespace()
+                for prefix in ["DNS:", "IP Address:", "IP:"] where trimmed.hasPrefix(prefix) {
+                    return String(trimmed.dropFirst(prefix.count))
+                }
+                return trimmed
+            }
+            .filter { !$0.isEmpty }
+        self.init(
+            subject: field("Subject"),
+            issuer: field("Issuer"),
+            notBefore: field("Start date"),
+            notAfter: field("Expire date"),
+            subjectAltNames: names
+        )
+    }
+}
+
+extension String {
+    /// The string without leading and trailing spaces and tabs.
+    func trimmingWhitespace() -> String {
+        var slice = Substring(self)
+        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
+        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
+        return String(slice)
+    }
+}
