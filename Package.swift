@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA"]),
 
         // MARK: - Commands (a library, so they are testable) and the thin executable
-        .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", argumentParser]),
+        .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", "CurlTransport", argumentParser]),
         .executableTarget(name: "aasa-fetch", dependencies: ["AASAFetchCLI"]),
 
         // MARK: - Tests

@@ -6,7 +6,8 @@ public struct AASAFetchCommand: AsyncParsableCommand {
         commandName: "aasa-fetch",
         abstract: "Download and check apple-app-site-association files the way Apple's devices do.",
         version: AASAFetchVersion.string,
-        subcommands: [Plan.self]
+        subcommands: [Fetch.self, Plan.self],
+        defaultSubcommand: Fetch.self
     )
 
     public init() {}

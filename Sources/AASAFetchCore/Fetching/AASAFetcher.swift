@@ -166,10 +166,10 @@ public struct AASAFetcher: Sendable {
         switch outcome {
         case .failure(let failure):
             let code = failure.kind.rawValue
+            let message = Self.describe(failure, host: host, options: options)
             return HostFetchResult(
-                host: host, route: .origin, url: url, code: code, reason: failure.message,
-                findings: [.error(code, Self.describe(failure, host: host, options: options), location: url,
-                                  fix: Self.fix(for: failure.kind))]
+                host: host, route: .origin, url: url, code: code, reason: message,
+                findings: [.error(code, message, location: url, fix: Self.fix(for: failure.kind))]
             )
         case .response(let response, let reliesOnExtraCA):
             var result = HostFetchResult(

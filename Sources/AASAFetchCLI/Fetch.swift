@@ -1,0 +1,99 @@
+import AASAFetchCore
+import ArgumentParser
+import CurlTransport
+import Foundation
+import Synchronization
+
+extension AASAFetchCommand {
+    /// `aasa-fetch [fetch]`: downloads every associated domain's file the way the OS does and says
+    /// whether each entry associates the app. The default command.
+    ///
+    /// Exit status: 0 every entry associates (or could not be judged for want of an app ID),
+    /// 1 at least one fails, 2 the input could not be read, 64 usage error.
+    /// JSON shape: ``RunReport`` (README, "JSON shapes").
+    struct Fetch: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Download every associated domain's file as Apple's downloader does, and judge association (default command)."
+        )
+
+        @OptionGroup var input: InputOptions
+        @OptionGroup var network: NetworkOptions
+        @Flag(help: "Print JSON.") var json = false
+        @Flag(name: .shortAndLong, help: "No progress on standard error.") var quiet = false
+
+        func run() async throws {
+            let console = Console.standard
+            let loaded: InputOptions.Loaded
+            do {
+                loaded = try input.load()
+            } catch let failure as CommandFailure {
+                console.err("aasa-fetch: \(failure.code): \(failure.message)")
+                throw ExitStatus.cannotRun
+            }
+            let region = input.effectiveRegion
+            let plan = FetchPlan(entries: loaded.entries, prioritizer: DomainPrioritizer(region: region))
+            let options = network.fetchOptions
+            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
+            let fetcher = AASAFetcher(transport: client, options: options)
+            let progress = ProgressReporter(total: plan.fetches.count, enabled: !quiet && console.stderrIsTerminal && plan.fetches.count > 1)
+            let results = await fetcher.fetchAll(plan.fetches) { done, result in progress.update(done: done, result: result) }
+            progress.finish()
+            await client.shutdown()
+
+            let report = AssociationJudge.report(
+                plan: plan, results: results, appIDs: loaded.appIDs, appIDSource: loaded.appIDSource,
+                region: region, findings: loaded.findings
+            )
+            if json {
+                try console.json(report)
+            } else {
+                HumanRenderer(console: console).renderRun(report)
+            }
+            if !report.succeeded { throw ExitStatus.failure }
+        }
+    }
+}
+
+/// Progress on standard error while hosts download: done/total, rate, failures by code, ETA.
+/// Only on a terminal; one line rewritten in place.
+final class ProgressReporter: Sendable {
+    private struct State {
+        var done = 0
+        var failures: [String: Int] = [:]
+        var lastDraw = ContinuousClock.now - .seconds(1)
+    }
+
+    private let total: Int
+    private let enabled: Bool
+    private let started = ContinuousClock.now
+    private let state = Mutex(State())
+
+    init(total: Int, enabled: Bool) {
+        self.total = total
+        self.enabled = enabled
+    }
+
+    func update(done: Int, result: HostFetchResult) {
+        guard enabled else { return }
+        let line: String? = state.withLock { state in
+            state.done = done
+            if result.code != "ok" { state.failures[result.code, default: 0] += 1 }
+            let now = ContinuousClock.now
+            guard now - state.lastDraw >= .milliseconds(100) || done == total else { return nil }
+            state.lastDraw = now
+            let elapsed = Double((now - started).components.seconds) + Double((now - started).components.attoseconds) / 1e18
+            let rate = elapsed > 0 ? Double(done) / elapsed : 0
+            let eta = rate > 0 ? Int(Double(total - done) / rate) : 0
+            let failures = state.failures.sorted { $0.value > $1.value }.prefix(3).map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            return "\(done)/\(total) hosts · \(String(format: "%.1f", rate))/s · ETA \(eta)s" + (failures.isEmpty ? "" : " · \(failures)")
+        }
+        if let line {
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+        }
+    }
+
+    func finish() {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+}
