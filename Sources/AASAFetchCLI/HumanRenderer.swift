@@ -16,8 +16,8 @@ struct HumanRenderer {
         text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
     }
 
-    private func renderFindings(_ findings: [Finding], skipping skipped: String? = nil, indent: String = "    ") {
-        for finding in findings where finding.code != skipped {
+    private func renderFindings(_ findings: [Finding], indent: String = "    ") {
+        for finding in findings {
             let tag: String
             switch finding.severity {
             case .error: tag = console.paint("error", .red)
@@ -31,36 +31,43 @@ struct HumanRenderer {
         }
     }
 
-    /// Renders a fetch run.
+    /// Renders a fetch run: one line per host, then the reason and fix of a failure, then other
+    /// findings; warnings that concern every host (`custom-root`) are said once at the end.
     func renderRun(_ report: RunReport) {
         let apps = report.appIDs.isEmpty ? "no app ID (association not judged)" : report.appIDs.joined(separator: ", ")
         console.out("\(report.summary.entries) entries, \(report.summary.domains) hosts, app \(apps)")
         renderFindings(report.findings, indent: "  ")
+        let folded: Set<String> = ["custom-root"]
         let hostWidth = min(40, (report.domains.map(\.host.count).max() ?? 10) + 2)
         for domain in report.domains {
             let status = domain.httpStatus.map(String.init) ?? "---"
             console.out("\(mark(domain.associated)) \(pad(domain.host, hostWidth)) \(pad(status, 4)) \(pad(domain.code, 18)) \(domain.entries.joined(separator: ", "))")
+            var rest = domain.findings.filter { !folded.contains($0.code) }
             if domain.code != "ok" || domain.associated == false {
+                let primary = rest.first { $0.code == domain.code && $0.severity == .error }
                 console.out("    \(domain.reason)")
+                if let fix = primary?.fix { console.out("    \(console.paint("fix:", .dim)) \(fix)") }
+                if let primary { rest.removeAll { $0 == primary } }
             }
-            // The domain's findings; its first error is the reason line already.
-            let firstError = domain.findings.first { $0.severity == .error }
-            renderFindings(domain.findings.filter { $0 != firstError || domain.code == "ok" && domain.associated != false })
-            if let firstError, let fix = firstError.fix {
-                console.out("    \(console.paint("fix:", .dim)) \(fix)")
-            }
+            renderFindings(rest)
         }
-        let unfetched = report.entries.filter { !$0.entry.isFetchable }
-        for verdict in unfetched {
-            console.out("\(mark(false)) \(pad(verdict.entry.raw ?? "(not a string)", hostWidth)) \(pad("---", 4)) \(verdict.code)")
+        let hostWidthForEntries = hostWidth
+        for verdict in report.entries where !verdict.entry.isFetchable {
+            console.out("\(mark(false)) \(pad(verdict.entry.raw ?? "(not a string)", hostWidthForEntries)) \(pad("---", 4)) \(verdict.code)")
             renderFindings(verdict.findings)
         }
         for verdict in report.entries where verdict.entry.isFetchable {
-            let extra = verdict.findings.filter { $0.code.hasPrefix("entitlement-") || $0.code == "custom-root" }
-            if !extra.isEmpty {
+            let own = verdict.findings.filter { $0.code.hasPrefix("entitlement-") }
+            if !own.isEmpty {
                 console.out("  entry \(verdict.entry.raw ?? ""):")
-                renderFindings(extra)
+                renderFindings(own)
             }
+        }
+        for code in folded.sorted() {
+            let hosts = report.domains.filter { $0.findings.contains { $0.code == code } }
+            guard let example = hosts.first?.findings.first(where: { $0.code == code }) else { continue }
+            let which = hosts.count == report.domains.count ? "every host" : hosts.map(\.host).joined(separator: ", ")
+            console.out("\(console.paint("warning", .yellow)) \(code) (\(which)): \(example.message)")
         }
         let s = report.summary
         var line = "\(s.associated) of \(s.entries) entries associate"
@@ -76,9 +83,8 @@ struct HumanRenderer {
         renderFindings(plan.findings, indent: "  ")
         console.out("entries:")
         for verdict in plan.entries {
-            let ok = verdict.entry.errorCode == nil
             let target = verdict.entry.host.map { "→ \($0)" } ?? ""
-            console.out("  \(mark(ok ? true : false)) \(verdict.entry.raw ?? "(not a string)") \(target)")
+            console.out("  \(mark(verdict.entry.errorCode == nil)) \(verdict.entry.raw ?? "(not a string)") \(target)")
             renderFindings(verdict.findings)
         }
         console.out("fetches, in start order:")

@@ -177,13 +177,6 @@ public struct AASAFetcher: Sendable {
                 headers: response.headers.map { HTTPHeader(name: $0.name, value: $0.value) },
                 reliesOnExtraCA: reliesOnExtraCA
             )
-            if reliesOnExtraCA {
-                result.findings.append(.warning(
-                    "custom-root",
-                    "the certificate is trusted only through --cacert; devices accept that only for ?mode=developer entries",
-                    location: url
-                ))
-            }
             classify(response, into: &result)
             return result
         }

@@ -198,8 +198,11 @@ public enum AssociationJudge {
             domains.append(domainReport(planned: planned, result: result, verdicts: planned.entryIndexes.map { verdicts[$0] }))
         }
         let all = verdicts
-        let warnings = all.reduce(0) { $0 + $1.findings.filter { $0.severity == .warning }.count }
+        // Warnings counted once: the entries' own (entitlement) warnings, the hosts' warnings (which
+        // already carry the association warnings of their entries) and the run's.
+        let warnings = all.reduce(0) { $0 + $1.findings.filter { $0.severity == .warning && $0.code.hasPrefix("entitlement-") }.count }
             + domains.reduce(0) { $0 + $1.findings.filter { $0.severity == .warning }.count }
+            + findings.filter { $0.severity == .warning }.count
         let summary = RunSummary(
             entries: all.count,
             domains: domains.count,
@@ -287,6 +290,15 @@ public enum AssociationJudge {
             appIDsByService[service.name] = result.document?.appIDs(for: service)
         }
         var findings = result.findings
+        if result.reliesOnExtraCA,
+           verdicts.contains(where: { $0.entry.mode != .developer && $0.entry.mode != .developerManaged }) {
+            findings.append(.warning(
+                "custom-root",
+                "the certificate is trusted only through --cacert; a device accepts that only for ?mode=developer entries",
+                location: result.url,
+                fix: "use a certificate from a publicly trusted CA, or ?mode=developer entries while testing"
+            ))
+        }
         for verdict in verdicts {
             for finding in verdict.findings where finding.code == "app-not-listed" || finding.code == "app-id-unknown" {
                 if !findings.contains(finding) { findings.append(finding) }
