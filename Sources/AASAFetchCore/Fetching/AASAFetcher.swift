@@ -220,7 +220,21 @@ public struct AASAFetcher: Sendable {
 
         let contentType = response.header("Content-Type")
         let mediaType = contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        if mediaType != "application/json" {
+        var body = response.body
+        if mediaType == "application/pkcs7-mime" || mediaType == "application/pkcs7-signature"
+            || body.first == 0x30 /* a DER SEQUENCE; as JSON it would be a bare number */ {
+            if let content = CMSUnwrapper.content(of: body) {
+                body = content
+                result.findings.append(.warning(
+                    "signed-file",
+                    "the file is CMS-signed (\(response.body.count) bytes, \(content.count) of content); Apple deprecated signed files and will stop reading them",
+                    location: url,
+                    fix: "serve the plain JSON file"
+                ))
+            }
+        }
+        let signedMediaType = mediaType == "application/pkcs7-mime" && result.findings.contains { $0.code == "signed-file" }
+        if mediaType != "application/json" && !signedMediaType {
             result.findings.append(.warning(
                 "content-type",
                 "served as \(contentType.map { "'\($0)'" } ?? "no Content-Type"); Apple expects application/json",
@@ -228,8 +242,8 @@ public struct AASAFetcher: Sendable {
                 fix: "serve apple-app-site-association with Content-Type: application/json"
             ))
         }
-        result.body = response.body
-        switch AASADecoder.decode(response.body) {
+        result.body = body
+        switch AASADecoder.decode(body) {
         case .document(let document, let findings):
             result.document = document
             result.findings += findings

@@ -1,0 +1,100 @@
+/// Extracts the signed content of a CMS `SignedData` message (an iOS 8 era signed association
+/// file served as `application/pkcs7-mime`). The signature is not verified: Apple deprecated
+/// signing, and the content is what devices read.
+///
+/// A small BER reader: definite and indefinite lengths, constructed OCTET STRINGs; every length is
+/// bounds-checked, so hostile input gives `nil`, never a crash.
+public enum CMSUnwrapper {
+    private static let signedDataOID: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x02]
+
+    /// The encapsulated content, or `nil` when the bytes are not a CMS `SignedData` with content.
+    public static func content(of bytes: [UInt8]) -> [UInt8]? {
+        var reader = BERReader(bytes: bytes[...])
+        guard let contentInfo = reader.next(), contentInfo.tag == 0x30 else { return nil }
+        var info = BERReader(bytes: contentInfo.value)
+        guard let oid = info.next(), oid.tag == 0x06, Array(oid.value) == signedDataOID,
+              let explicit = info.next(), explicit.tag == 0xA0 else { return nil }
+        var wrapper = BERReader(bytes: explicit.value)
+        guard let signedData = wrapper.next(), signedData.tag == 0x30 else { return nil }
+        var fields = BERReader(bytes: signedData.value)
+        guard let version = fields.next(), version.tag == 0x02,
+              let digests = fields.next(), digests.tag == 0x31,
+              let encap = fields.next(), encap.tag == 0x30 else { return nil }
+        var encapFields = BERReader(bytes: encap.value)
+        guard let type = encapFields.next(), type.tag == 0x06,
+              let eContent = encapFields.next(), eContent.tag == 0xA0 else { return nil }
+        var octets = BERReader(bytes: eContent.value)
+        guard let string = octets.next() else { return nil }
+        return flattenOctetString(string, depth: 0)
+    }
+
+    private static func flattenOctetString(_ element: BERReader.Element, depth: Int) -> [UInt8]? {
+        if element.tag == 0x04 { return Array(element.value) }
+        guard element.tag == 0x24, depth < 8 else { return nil }
+        var reader = BERReader(bytes: element.value)
+        var output: [UInt8] = []
+        while let segment = reader.next() {
+            guard let part = flattenOctetString(segment, depth: depth + 1) else { return nil }
+            output += part
+        }
+        return reader.failed ? nil : output
+    }
+}
+
+/// Reads BER TLV elements from a byte slice.
+struct BERReader {
+    struct Element {
+        var tag: UInt8
+        var value: ArraySlice<UInt8>
+    }
+
+    private(set) var bytes: ArraySlice<UInt8>
+    private(set) var failed = false
+
+    init(bytes: ArraySlice<UInt8>) {
+        self.bytes = bytes
+    }
+
+    /// The next element; `nil` at the end, at an end-of-contents marker, or on malformed input.
+    mutating func next() -> Element? {
+        guard !failed, let tag = bytes.first else { return nil }
+        var index = bytes.startIndex + 1
+        if tag == 0x00 {
+            // End-of-contents of an indefinite-length parent.
+            return nil
+        }
+        guard tag & 0x1F != 0x1F, index < bytes.endIndex else { return fail() }
+        let first = bytes[index]
+        index += 1
+        if first == 0x80 {
+            // Indefinite length: the value runs to the matching end-of-contents (00 00).
+            guard tag & 0x20 != 0 else { return fail() }
+            var inner = BERReader(bytes: bytes[index...])
+            while inner.next() != nil {}
+            guard !inner.failed, inner.bytes.count >= 2,
+                  inner.bytes[inner.bytes.startIndex] == 0, inner.bytes[inner.bytes.startIndex + 1] == 0 else { return fail() }
+            let end = inner.bytes.startIndex
+            let element = Element(tag: tag, value: bytes[index..<end])
+            bytes = bytes[(end + 2)...]
+            return element
+        }
+        var length = 0
+        if first & 0x80 == 0 {
+            length = Int(first)
+        } else {
+            let count = Int(first & 0x7F)
+            guard count >= 1, count <= 4, index + count <= bytes.endIndex else { return fail() }
+            for byte in bytes[index..<(index + count)] { length = length << 8 | Int(byte) }
+            index += count
+        }
+        guard length >= 0, length <= bytes.endIndex - index else { return fail() }
+        let element = Element(tag: tag, value: bytes[index..<(index + length)])
+        bytes = bytes[(index + length)...]
+        return element
+    }
+
+    private mutating func fail() -> Element? {
+        failed = true
+        return nil
+    }
+}
