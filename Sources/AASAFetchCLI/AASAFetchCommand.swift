@@ -6,7 +6,7 @@ public struct AASAFetchCommand: AsyncParsableCommand {
         commandName: "aasa-fetch",
         abstract: "Download and check apple-app-site-association files the way Apple's devices do.",
         version: AASAFetchVersion.string,
-        subcommands: []
+        subcommands: [Lint.self, Diff.self]
     )
 
     public init() {}
