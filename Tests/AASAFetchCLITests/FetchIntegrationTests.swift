@@ -1,0 +1,245 @@
+import AASAFetchTestSupport
+import Foundation
+import Testing
+
+/// `aasa-fetch` end to end: the real binary, real nginx with certificates from a test CA made at
+/// test time, and our fault server for what nginx cannot script. Everything on 127.0.0.1.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct FetchIntegrationTests {
+    static let appID = "ABCDE12345.com.example.app"
+    static let good = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/*"}]}]},"webcredentials":{"apps":["ABCDE12345.com.example.app"]}}"#
+    static let otherApp = #"{"applinks":{"details":[{"appIDs":["ZYXWV98765.com.example.other"],"components":[{"/":"/*"}]}]},"webcredentials":{"apps":["ABCDE12345.com.example.app"]}}"#
+
+    /// The sites, one folder per host, and an nginx serving them with per-host certificates.
+    struct Fixture {
+        let nginx: NginxServer
+        let ca: TestCA
+        let root: URL
+
+        func stop() {
+            nginx.stop()
+            try? FileManager.default.removeItem(at: root)
+        }
+
+        /// Arguments that send every host to this nginx and trust the test CA.
+        var network: [String] {
+            ["--cacert", ca.caCertPath, "--connect-to", nginx.connectTo, "--allow-private",
+             "--retry-delays", "0.05,0.05", "--connect-timeout", "2", "--max-time", "5", "--quiet"]
+        }
+
+        static func start() async throws -> Fixture {
+            let ca = try TestCA.shared()
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-sites-\(UUID().uuidString)")
+            func site(_ host: String, wellKnown: String? = nil, legacy: String? = nil, files: [String: [UInt8]] = [:]) throws -> String {
+                let dir = root.appendingPathComponent(host)
+                try FileManager.default.createDirectory(at: dir.appendingPathComponent(".well-known"), withIntermediateDirectories: true)
+                if let wellKnown {
+                    try Data(wellKnown.utf8).write(to: dir.appendingPathComponent(".well-known/apple-app-site-association"))
+                }
+                if let legacy {
+                    try Data(legacy.utf8).write(to: dir.appendingPathComponent("apple-app-site-association"))
+                }
+                for (name, bytes) in files { try Data(bytes).write(to: dir.appendingPathComponent(name)) }
+                return dir.path
+            }
+            let names = ["good.example.com", "example.net", "xn--bcher-kva.example", "legacy.example.org",
+                         "redirect.example.com", "missing.example.com", "error.example.com", "html.example.com",
+                         "big.example.com", "bomb.example.com", "other.example.com", "bom.example.com"]
+            let valid = try ca.leaf(for: names)
+            let json = "location ~ apple-app-site-association$ { default_type application/json; }"
+            var hosts: [NginxVirtualHost] = [
+                NginxVirtualHost(certificate: valid, serverNames: ["good.example.com"], documentRoot: try site("good.example.com", wellKnown: good), directives: [json]),
+                NginxVirtualHost(certificate: valid, serverNames: ["example.net"], documentRoot: try site("example.net", wellKnown: good), directives: [json]),
+                NginxVirtualHost(certificate: valid, serverNames: ["xn--bcher-kva.example"], documentRoot: try site("xn--bcher-kva.example", wellKnown: good), directives: [json]),
+                NginxVirtualHost(certificate: valid, serverNames: ["legacy.example.org"], documentRoot: try site("legacy.example.org", legacy: good), directives: [json]),
+                NginxVirtualHost(certificate: valid, serverNames: ["redirect.example.com"], documentRoot: try site("redirect.example.com"),
+                                 directives: ["return 301 https://good.example.com$request_uri;"]),
+                NginxVirtualHost(certificate: valid, serverNames: ["missing.example.com"], documentRoot: try site("missing.example.com")),
+                NginxVirtualHost(certificate: valid, serverNames: ["error.example.com"], documentRoot: try site("error.example.com"),
+                                 directives: ["return 500;"]),
+                NginxVirtualHost(certificate: valid, serverNames: ["html.example.com"],
+                                 documentRoot: try site("html.example.com", wellKnown: "<!DOCTYPE html><html><body>app</body></html>"),
+                                 directives: ["default_type text/html;"]),
+                NginxVirtualHost(certificate: valid, serverNames: ["big.example.com"],
+                                 documentRoot: try site("big.example.com", wellKnown: "{\"applinks\":{\"details\":[]},\"pad\":\"" + String(repeating: "x", count: 200 * 1024) + "\"}"),
+                                 directives: [json]),
+                NginxVirtualHost(certificate: valid, serverNames: ["other.example.com"], documentRoot: try site("other.example.com", wellKnown: otherApp), directives: [json]),
+                NginxVirtualHost(certificate: valid, serverNames: ["bom.example.com"], documentRoot: try site("bom.example.com", wellKnown: "\u{FEFF}" + good), directives: [json]),
+            ]
+            // A gzip bomb: 20 MB of zeros in a few kilobytes, served with Content-Encoding: gzip.
+            let bombDir = try site("bomb.example.com")
+            let bomb = try ChildProcess.run("/bin/sh", ["-c", "head -c 20000000 /dev/zero | gzip -9 > '\(bombDir)/.well-known/apple-app-site-association.gz'"],
+                                            timeout: .seconds(30))
+            #expect(bomb.status == 0)
+            hosts.append(NginxVirtualHost(certificate: valid, serverNames: ["bomb.example.com"], documentRoot: bombDir,
+                                          directives: ["gzip_static always;", json]))
+            // Certificates that must fail.
+            for (host, kind) in [("expired.example.com", TestCA.LeafKind.expired), ("future.example.com", .notYetValid),
+                                 ("selfsigned.example.com", .selfSigned), ("untrusted.example.com", .untrustedIssuer)] {
+                hosts.append(NginxVirtualHost(certificate: try ca.leaf(for: [host], kind: kind), serverNames: [host],
+                                              documentRoot: try site(host, wellKnown: good), directives: [json]))
+            }
+            hosts.append(NginxVirtualHost(certificate: try ca.leaf(for: ["someone-else.example.com"]), serverNames: ["wrongname.example.com"],
+                                          documentRoot: try site("wrongname.example.com", wellKnown: good), directives: [json]))
+            let nginx = try await NginxServer.start(hosts: hosts, http2: false)
+            return Fixture(nginx: nginx, ca: ca, root: root)
+        }
+    }
+
+    /// Every scenario of the fetch issue in one run of the tool: the host fetched and its code.
+    @Test func faultMatrix() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let entries = [
+            "applinks:good.example.com", "webcredentials:good.example.com", "applinks:*.example.net",
+            "applinks:xn--bcher-kva.example", "applinks:legacy.example.org", "applinks:redirect.example.com",
+            "applinks:missing.example.com", "applinks:error.example.com", "applinks:html.example.com",
+            "applinks:big.example.com", "applinks:bomb.example.com", "applinks:other.example.com",
+            "applinks:bom.example.com", "applinks:expired.example.com", "applinks:future.example.com",
+            "applinks:selfsigned.example.com", "applinks:untrusted.example.com", "applinks:wrongname.example.com",
+        ]
+        let result = try ToolRunner.run(fixture.network + entries.flatMap { ["--domain", $0] } + ["--app-id", Self.appID, "--json"])
+        #expect(result.status == 1, "stderr: \(result.stderr)")
+        let report = try result.json()
+
+        let expected: [(host: String, code: String, associated: Bool, status: Int?)] = [
+            ("good.example.com", "ok", true, 200),
+            ("example.net", "ok", true, 200),
+            ("xn--bcher-kva.example", "ok", true, 200),
+            ("legacy.example.org", "ok", true, 200),
+            ("redirect.example.com", "http-redirect", false, 301),
+            ("missing.example.com", "http-client-error", false, 404),
+            ("error.example.com", "http-server-error", false, 500),
+            ("html.example.com", "invalid-json", false, 200),
+            ("big.example.com", "too-large", false, nil),
+            ("bomb.example.com", "too-large", false, nil),
+            ("other.example.com", "app-not-listed", false, 200),
+            ("bom.example.com", "ok", true, 200),
+            ("expired.example.com", "tls-expired", false, nil),
+            ("future.example.com", "tls-not-yet-valid", false, nil),
+            ("selfsigned.example.com", "tls-untrusted", false, nil),
+            ("untrusted.example.com", "tls-untrusted", false, nil),
+            ("wrongname.example.com", "tls-hostname-mismatch", false, nil),
+        ]
+        for item in expected {
+            let domain = try #require(report.domain(item.host), "no record for \(item.host)")
+            #expect(domain["code"] as? String == item.code, "\(item.host): \(domain["reason"] ?? "")")
+            #expect(domain["associated"] as? Bool == item.associated, "\(item.host)")
+            #expect(domain["httpStatus"] as? Int == item.status, "\(item.host)")
+        }
+        // Each distinct host once, in the order downloads started.
+        let hosts = (report["domains"] as? [[String: Any]])?.compactMap { $0["host"] as? String } ?? []
+        #expect(hosts.count == Set(hosts).count)
+        #expect(hosts.count == expected.count)
+
+        // The wildcard is fetched from its parent and served by it.
+        #expect((report.domain("example.net")?["entries"] as? [String]) == ["applinks:*.example.net"])
+        // The redirect is reported with its target and never followed.
+        #expect(report.domain("redirect.example.com")?["redirectLocation"] as? String
+            == "https://good.example.com/.well-known/apple-app-site-association")
+        #expect(!fixture.nginx.requests().contains { $0.host == "good.example.com" && $0.uri.contains("redirect") })
+        // Legacy root path: fetched after the .well-known 404, with a warning.
+        #expect(report.domain("legacy.example.org")?.findingCodes.contains("legacy-root-path") == true)
+        #expect((report.domain("legacy.example.org")?["url"] as? String)?.hasSuffix("/apple-app-site-association") == true)
+        // 404: the legacy path was tried as well.
+        let missingAttempts = report.domain("missing.example.com")?["attempts"] as? [[String: Any]] ?? []
+        #expect(missingAttempts.compactMap { $0["url"] as? String }.map { URL(string: $0)?.path ?? "" }
+            == ["/.well-known/apple-app-site-association", "/apple-app-site-association"])
+        // 500 is retried twice (three requests), 404 and redirects are not.
+        let errorAttempts = report.domain("error.example.com")?["attempts"] as? [[String: Any]] ?? []
+        #expect(errorAttempts.count == 3)
+        #expect(fixture.nginx.requests().filter { $0.host == "error.example.com" }.count == 3)
+        #expect((report.domain("redirect.example.com")?["attempts"] as? [[String: Any]])?.count == 1)
+        // HTML, BOM, app ID listed elsewhere.
+        #expect(report.domain("html.example.com")?.findingCodes.contains("content-type") == true)
+        #expect(report.domain("bom.example.com")?.findingCodes.contains("bom") == true)
+        let other = try #require(report.domain("other.example.com"))
+        #expect((other["appIDs"] as? [String: [String]])?["applinks"] == ["ZYXWV98765.com.example.other"])
+        // The user agent Apple's CDN sends.
+        #expect(fixture.nginx.requests().allSatisfy { $0.userAgent == "AASA-Bot/1.0.0" })
+        // Every host relied on --cacert.
+        #expect(report.domain("good.example.com")?.findingCodes.contains("custom-root") == true)
+        let summary = try #require(report["summary"] as? [String: Any])
+        #expect(summary["associated"] as? Int == 6)
+        #expect(summary["failed"] as? Int == 13)
+    }
+
+    /// Without --allow-private, 127.0.0.1 is refused before any request is sent.
+    @Test func privateAddressIsRefused() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let arguments = fixture.network.filter { $0 != "--allow-private" }
+        let result = try ToolRunner.run(arguments + ["--domain", "applinks:good.example.com", "--app-id", Self.appID, "--json"])
+        #expect(result.status == 1)
+        let domain = try #require(try result.json().domain("good.example.com"))
+        #expect(domain["code"] as? String == "private-address")
+        #expect(fixture.nginx.requests().isEmpty)
+    }
+
+    /// A Unicode entry is fetched under its Punycode name and still reported as an entitlement error.
+    @Test func unicodeEntryIsFetchedAsPunycode() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let result = try ToolRunner.run(fixture.network + ["--domain", "applinks:bücher.example", "--app-id", Self.appID, "--json"])
+        #expect(result.status == 1)
+        let report = try result.json()
+        let domain = try #require(report.domain("xn--bcher-kva.example"))
+        #expect(domain["httpStatus"] as? Int == 200)
+        #expect(domain["code"] as? String == "entitlement-not-punycode")
+        #expect(fixture.nginx.requests().contains { $0.host == "xn--bcher-kva.example" })
+    }
+
+    /// All good: exit 0 and a concise human table; entitlements read from a file with its app ID.
+    @Test func approvedEntitlementsExitZero() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("app-\(UUID().uuidString).entitlements")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let plist: [String: Any] = [
+            "application-identifier": Self.appID,
+            "com.apple.developer.associated-domains": ["applinks:good.example.com", "webcredentials:good.example.com", "applinks:*.example.net"],
+        ]
+        try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0).write(to: file)
+        let result = try ToolRunner.run(fixture.network + ["--entitlements", file.path])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("✔ good.example.com"))
+        #expect(result.stdout.contains("3 of 3 entries associate"))
+        #expect(!result.stdout.contains("\u{1B}["), "no colour when not a terminal")
+
+        // Without an app ID the answer is unjudged, listed, and not a failure.
+        let unjudged = try ToolRunner.run(fixture.network + ["--domain", "applinks:good.example.com", "--json"])
+        #expect(unjudged.status == 0)
+        let domain = try #require(try unjudged.json().domain("good.example.com"))
+        #expect(domain["associated"] is NSNull)
+        #expect(domain.findingCodes.contains("app-id-unknown"))
+    }
+
+    /// A server that accepts and never answers: a timeout within the configured bound, no hang.
+    @Test func neverAnsweringServerTimesOut() async throws {
+        let ca = try TestCA.shared()
+        let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        let result = try ToolRunner.run(["--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private",
+                                         "--connect-timeout", "1", "--max-time", "2", "--retry-delays", "",
+                                         "--domain", "applinks:slow.example.com", "--app-id", Self.appID, "--json"])
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(result.status == 1)
+        #expect(try result.json().domain("slow.example.com")?["code"] as? String == "timeout")
+    }
+
+    /// Bad input: a clear message with a stable code and exit 2; usage errors exit 64.
+    @Test func badInputs() throws {
+        let missing = try ToolRunner.run(["--entitlements", "/nonexistent.entitlements"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("entitlements-unreadable"))
+        let malformed = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).entitlements")
+        defer { try? FileManager.default.removeItem(at: malformed) }
+        try Data("<plist><dict><key>x".utf8).write(to: malformed)
+        let bad = try ToolRunner.run(["--entitlements", malformed.path])
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("entitlements-malformed"))
+        #expect(try ToolRunner.run([]).status == 64)
+        #expect(try ToolRunner.run(["--domain", "applinks:x.com", "--concurrency", "0"]).status == 64)
+    }
+}
