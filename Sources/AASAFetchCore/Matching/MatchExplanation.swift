@@ -60,13 +60,24 @@ public struct NearMiss: Codable, Sendable, Hashable {
     public var component: RuleReport
     /// The parts that did not match (at least one).
     public var failures: [PartFailure]
+    /// How many of the rule's specified parts matched (nearer rules have more).
+    public var matchedParts: Int
 
     /// Creates a near miss.
-    public init(host: String?, detail: Int, component: RuleReport, failures: [PartFailure]) {
+    public init(host: String?, detail: Int, component: RuleReport, failures: [PartFailure], matchedParts: Int = 0) {
         self.host = host
         self.detail = detail
         self.component = component
         self.failures = failures
+        self.matchedParts = matchedParts
+    }
+
+    /// Whether this miss is nearer than `other`: more matched parts, then fewer failures
+    /// (ties keep the earlier rule).
+    func isNearer(than other: NearMiss?) -> Bool {
+        guard let other else { return true }
+        if matchedParts != other.matchedParts { return matchedParts > other.matchedParts }
+        return failures.count < other.failures.count
     }
 }
 
@@ -155,17 +166,24 @@ extension CompiledAssociation {
                         host: host, detail: index,
                         component: RuleReport(kind: "path", index: path.index, rule: path.source), failures: [failure]
                     )
-                    if best.map({ miss.failures.count < $0.failures.count }) ?? true { best = miss }
+                    if miss.isNearer(than: best) { best = miss }
                 }
             case .components(let components, _):
                 for component in components {
                     let failures = partFailures(component, context: &context)
                     guard !failures.isEmpty else { continue }
+                    var specified = (component.path == nil ? 0 : 1) + (component.fragment == nil ? 0 : 1)
+                    switch component.query {
+                    case .any: break
+                    case .whole: specified += 1
+                    case .items(let items): specified += items.count
+                    }
                     let miss = NearMiss(
                         host: host, detail: index,
-                        component: RuleReport(kind: "component", index: component.index, rule: component.ruleText), failures: failures
+                        component: RuleReport(kind: "component", index: component.index, rule: component.ruleText), failures: failures,
+                        matchedParts: specified - failures.count
                     )
-                    if best.map({ miss.failures.count < $0.failures.count }) ?? true { best = miss }
+                    if miss.isNearer(than: best) { best = miss }
                 }
             }
         }
@@ -310,8 +328,7 @@ struct Explainer {
         }
         var nearest: NearMiss?
         for (host, file) in files {
-            if let miss = file.nearestMiss(appID: appID, host: host, context: &context),
-               nearest.map({ miss.failures.count < $0.failures.count }) ?? true {
+            if let miss = file.nearestMiss(appID: appID, host: host, context: &context), miss.isNearer(than: nearest) {
                 nearest = miss
             }
         }
