@@ -80,7 +80,7 @@ public struct CompiledAssociation: Sendable {
 }
 
 /// One compiled detail.
-struct CompiledDetail: Sendable {
+final class CompiledDetail: Sendable {
     enum Body: Sendable {
         case components([CompiledComponent], PathPrefilter?)
         case paths([CompiledLegacyPath])
@@ -155,7 +155,7 @@ struct CompiledDetail: Sendable {
 }
 
 /// One compiled legacy `paths` entry.
-struct CompiledLegacyPath: Sendable {
+final class CompiledLegacyPath: Sendable {
     let index: Int
     let source: String
     let isExclusion: Bool
@@ -170,7 +170,7 @@ struct CompiledLegacyPath: Sendable {
 }
 
 /// One compiled `components` entry.
-struct CompiledComponent: Sendable {
+final class CompiledComponent: Sendable {
     enum Query: Sendable {
         case any
         case whole(CompiledPattern)

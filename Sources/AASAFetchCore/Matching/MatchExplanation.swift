@@ -286,7 +286,7 @@ extension URLMatcher {
             guard input.isHTTP else {
                 return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "universal links are http or https URLs only")
             }
-            let candidates = candidateHosts(forHost: host)
+            let candidates = candidateHosts(normalisedHost: host)
             if candidates.isEmpty {
                 return MatchExplanation(
                     url: url, appID: appID, decision: .noMatch,

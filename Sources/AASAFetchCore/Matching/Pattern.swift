@@ -91,7 +91,7 @@ struct ByteSet: Sendable, Hashable {
 /// one from `substitutionVariables` (which wins over a predefined one of the same name), else one of
 /// the eight predefined ones; an undefined variable never matches. A pattern with literal text
 /// matches only the whole text (no prefix matching).
-public struct CompiledPattern: Sendable {
+public final class CompiledPattern: Sendable {
     /// The pattern as written in the file.
     public let source: String
     /// Whether the pattern is compared case-sensitively.
@@ -107,6 +107,8 @@ public struct CompiledPattern: Sendable {
     let engine: Engine
     /// Literal bytes every matching (normalised, folded) text starts with; for pre-filtering.
     let requiredPrefix: [UInt8]
+    /// The longest literal run every matching text contains; checked before running the automaton.
+    let requiredFactor: [UInt8]
 
     enum Engine: Sendable {
         case anything
@@ -159,6 +161,17 @@ public struct CompiledPattern: Sendable {
         }
         if let cut = optionalCut, prefix.count > cut { prefix.removeLast(prefix.count - cut) }
         self.requiredPrefix = prefix
+        var factor: [UInt8] = []
+        var run: [UInt8] = []
+        for token in tokens[..<(optionalCut ?? tokens.count)] {
+            if case .byte(let byte) = token {
+                run.append(byte)
+                if run.count > factor.count { factor = run }
+            } else {
+                run.removeAll(keepingCapacity: true)
+            }
+        }
+        self.requiredFactor = factor
 
         self.engine = Self.chooseEngine(tokens: tokens, optionalCut: optionalCut)
     }
@@ -236,8 +249,25 @@ public struct CompiledPattern: Sendable {
             }
             return false
         case .automaton(let automaton):
+            if requiredFactor.count >= 2, !Self.contains(text, requiredFactor) { return false }
             return automaton.run(text, steps: &steps)
         }
+    }
+
+    /// Whether `factor` occurs in `text`.
+    static func contains(_ text: UnsafeBufferPointer<UInt8>, _ factor: [UInt8]) -> Bool {
+        guard factor.count <= text.count, let first = factor.first else { return factor.isEmpty }
+        var start = 0
+        let last = text.count - factor.count
+        while start <= last {
+            if text[start] == first {
+                var offset = 1
+                while offset < factor.count, text[start + offset] == factor[offset] { offset += 1 }
+                if offset == factor.count { return true }
+            }
+            start += 1
+        }
+        return false
     }
 
     @inline(__always)

@@ -73,13 +73,36 @@ public struct URLMatcher: Sendable {
     /// The hosts whose files are consulted for a URL host, in order (files not present are
     /// included; ``decide(url:appID:)`` skips them).
     public func candidateHosts(forHost host: String) -> [String] {
-        let host = Self.normalisedEntry(host)
+        candidateHosts(normalisedHost: Self.normalisedEntry(host))
+    }
+
+    /// The candidate hosts for a host already normalised by the URL splitter.
+    func candidateHosts(normalisedHost host: String) -> [String] {
         var result: [String] = []
-        if exactHosts.contains(host) { result.append(host) }
-        for parent in wildcardParents where host.count > parent.count + 1 && host.hasSuffix("." + parent) {
-            if !result.contains(parent) { result.append(parent) }
+        forEachCandidate(normalisedHost: host) { candidate in
+            result.append(candidate)
+            return false
         }
         return result
+    }
+
+    /// Calls `body` with each candidate host in order until it returns `true`.
+    @inline(__always)
+    private func forEachCandidate(normalisedHost host: String, _ body: (String) -> Bool) {
+        var exact = false
+        if exactHosts.contains(host) {
+            exact = true
+            if body(host) { return }
+        }
+        guard !wildcardParents.isEmpty else { return }
+        let hostBytes = host.utf8
+        for parent in wildcardParents {
+            let parentBytes = parent.utf8
+            guard hostBytes.count > parentBytes.count + 1, !(exact && parent == host) else { continue }
+            let dot = hostBytes.index(hostBytes.endIndex, offsetBy: -(parentBytes.count + 1))
+            guard hostBytes[dot] == 0x2E, hostBytes[hostBytes.index(after: dot)...].elementsEqual(parentBytes) else { continue }
+            if body(parent) { return }
+        }
     }
 
     /// Decides a URL for an app.
@@ -89,12 +112,15 @@ public struct URLMatcher: Sendable {
                 return HostMatchOutcome(host: nil, outcome: .noMatch)
             }
             var context = URLContext(input: input)
-            for candidate in candidateHosts(forHost: host) {
-                guard let file = files[candidate] else { continue }
+            var result = HostMatchOutcome(host: nil, outcome: .noMatch)
+            forEachCandidate(normalisedHost: host) { candidate in
+                guard let file = files[candidate] else { return false }
                 let outcome = file.decide(appID: appID, context: &context)
-                if outcome.decision != .noMatch { return HostMatchOutcome(host: candidate, outcome: outcome) }
+                guard outcome.decision != .noMatch else { return false }
+                result = HostMatchOutcome(host: candidate, outcome: outcome)
+                return true
             }
-            return HostMatchOutcome(host: nil, outcome: .noMatch)
+            return result
         }
     }
 }

@@ -225,13 +225,21 @@ enum URLSplitter {
 
     /// Whether the scheme is `http` or `https` (any case).
     static func isHTTP(_ scheme: UnsafeBufferPointer<UInt8>) -> Bool {
-        let lower = scheme.map { $0 | 0x20 }
-        return lower == Array("http".utf8) || lower == Array("https".utf8)
+        guard scheme.count == 4 || scheme.count == 5 else { return false }
+        guard scheme[0] | 0x20 == 0x68, scheme[1] | 0x20 == 0x74, scheme[2] | 0x20 == 0x74, scheme[3] | 0x20 == 0x70 else {
+            return false
+        }
+        return scheme.count == 4 || scheme[4] | 0x20 == 0x73
     }
 
     /// A host as the matcher compares it: lower-cased, without a trailing dot, internationalised
     /// names converted to their ASCII (Punycode) form.
     static func normalisedHost(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        // Fast path: already lower-case ASCII without escapes or a trailing dot.
+        if !bytes.isEmpty, bytes[bytes.count - 1] != 0x2E,
+           !bytes.contains(where: { $0 >= 0x80 || $0 == 0x25 || ($0 >= 0x41 && $0 <= 0x5A) }) {
+            return String(decoding: bytes, as: UTF8.self)
+        }
         var host = String(decoding: bytes, as: UTF8.self)
         if let decoded = UTF8Text.percentDecoded(bytes), decoded != Array(bytes) {
             host = String(decoding: decoded, as: UTF8.self)
