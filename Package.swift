@@ -31,6 +31,10 @@ let package = Package(
         .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", "CurlTransport", argumentParser]),
         .executableTarget(name: "aasa-fetch", dependencies: ["AASAFetchCLI"]),
 
+        // MARK: - Matcher tools: throughput benchmark and seeded random fuzz driver
+        .executableTarget(name: "aasa-bench-match", dependencies: ["AASAFetchCore"]),
+        .executableTarget(name: "aasa-fuzz", dependencies: ["AASAFetchCore"]),
+
         // MARK: - Tests
         .target(
             name: "AASAFetchTestSupport",

@@ -1,0 +1,345 @@
+/// Why a URL got its decision, for `match --json` and human output.
+public struct MatchExplanation: Codable, Sendable, Hashable {
+    /// The URL as given.
+    public var url: String
+    /// The app ID.
+    public var appID: String
+    /// The decision.
+    public var decision: MatchDecision
+    /// The host whose file decided (for ``MatchDecision/noMatch``: `nil`).
+    public var host: String?
+    /// The index of the deciding detail in `applinks.details`.
+    public var detail: Int?
+    /// The deciding rule.
+    public var component: RuleReport?
+    /// One sentence saying why.
+    public var reason: String
+    /// For ``MatchDecision/noMatch``: the rule that came nearest to matching and what failed.
+    public var nearest: NearMiss?
+
+    /// Creates an explanation.
+    public init(
+        url: String, appID: String, decision: MatchDecision, host: String? = nil, detail: Int? = nil,
+        component: RuleReport? = nil, reason: String, nearest: NearMiss? = nil
+    ) {
+        self.url = url
+        self.appID = appID
+        self.decision = decision
+        self.host = host
+        self.detail = detail
+        self.component = component
+        self.reason = reason
+        self.nearest = nearest
+    }
+}
+
+/// A rule inside a detail.
+public struct RuleReport: Codable, Sendable, Hashable {
+    /// `"component"` (an entry of `components`) or `"path"` (an entry of legacy `paths`).
+    public var kind: String
+    /// Its index.
+    public var index: Int
+    /// The rule as JSON-like text.
+    public var rule: String
+
+    /// Creates a report.
+    public init(kind: String, index: Int, rule: String) {
+        self.kind = kind
+        self.index = index
+        self.rule = rule
+    }
+}
+
+/// The rule nearest to matching a URL that no rule matched, and the parts that failed.
+public struct NearMiss: Codable, Sendable, Hashable {
+    /// The host of the file holding the rule.
+    public var host: String?
+    /// The detail index.
+    public var detail: Int
+    /// The rule.
+    public var component: RuleReport
+    /// The parts that did not match (at least one).
+    public var failures: [PartFailure]
+    /// How many of the rule's specified parts matched (nearer rules have more).
+    public var matchedParts: Int
+
+    /// Creates a near miss.
+    public init(host: String?, detail: Int, component: RuleReport, failures: [PartFailure], matchedParts: Int = 0) {
+        self.host = host
+        self.detail = detail
+        self.component = component
+        self.failures = failures
+        self.matchedParts = matchedParts
+    }
+
+    /// Whether this miss is nearer than `other`: more matched parts, then fewer failures
+    /// (ties keep the earlier rule).
+    func isNearer(than other: NearMiss?) -> Bool {
+        guard let other else { return true }
+        if matchedParts != other.matchedParts { return matchedParts > other.matchedParts }
+        return failures.count < other.failures.count
+    }
+}
+
+/// One part of a rule that did not match the URL.
+public struct PartFailure: Codable, Sendable, Hashable {
+    /// Which part of the URL.
+    public enum Part: String, Codable, Sendable, Hashable {
+        /// The `/` pattern against the path.
+        case path
+        /// The `?` string pattern against the whole query.
+        case query
+        /// One `?` dictionary entry against the items of that name.
+        case queryItem
+        /// The `#` pattern against the fragment.
+        case fragment
+    }
+
+    /// The part.
+    public var part: Part
+    /// The query item name, for ``Part/queryItem``.
+    public var name: String?
+    /// The pattern.
+    public var pattern: String
+    /// The URL text the pattern was compared with (decoded when `percentEncoded` is false;
+    /// for an absent item, query or fragment the empty string).
+    public var text: String
+    /// Whether the pattern would match if compared case-insensitively.
+    public var caseOnly: Bool
+    /// Substitution variables with no fitting value: replacing them with `*` would match (an
+    /// undefined variable is always listed).
+    public var variablesWithoutValue: [String]
+
+    /// Creates a failure.
+    public init(part: Part, name: String? = nil, pattern: String, text: String, caseOnly: Bool = false, variablesWithoutValue: [String] = []) {
+        self.part = part
+        self.name = name
+        self.pattern = pattern
+        self.text = text
+        self.caseOnly = caseOnly
+        self.variablesWithoutValue = variablesWithoutValue
+    }
+
+    /// A short human description (`path "/Help/1" does not match "/help/*" (case only)`).
+    public var summary: String {
+        var text = switch part {
+        case .path: "path \(RuleText.quoted(self.text)) does not match \(RuleText.quoted(pattern))"
+        case .query: "query \(RuleText.quoted(self.text)) does not match \(RuleText.quoted(pattern))"
+        case .queryItem: "query item \(RuleText.quoted(name ?? "")) value \(RuleText.quoted(self.text)) does not match \(RuleText.quoted(pattern))"
+        case .fragment: "fragment \(RuleText.quoted(self.text)) does not match \(RuleText.quoted(pattern))"
+        }
+        if caseOnly { text += " (case only)" }
+        if !variablesWithoutValue.isEmpty {
+            text += " (no fitting value for " + variablesWithoutValue.map { "$(\($0))" }.joined(separator: ", ") + ")"
+        }
+        return text
+    }
+}
+
+extension CompiledAssociation {
+    /// Explains the decision of this file alone (no host check).
+    public func explain(url: String, appID: String) -> MatchExplanation {
+        URLInput.with(url) { input -> MatchExplanation in
+            guard let input else {
+                return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "the URL cannot be split into scheme, host and path")
+            }
+            guard input.isHTTP else {
+                return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "universal links are http or https URLs only")
+            }
+            var context = URLContext(input: input)
+            return Explainer(url: url, appID: appID).explain(files: [(nil, self)], context: &context)
+        }
+    }
+
+    /// The nearest rule of the details listing the app, or `nil` when none has a rule.
+    func nearestMiss(appID: String, host: String?, context: inout URLContext) -> NearMiss? {
+        var best: NearMiss?
+        for index in detailsByApp[appID] ?? [] {
+            switch details[index].body {
+            case .nothing:
+                continue
+            case .paths(let paths):
+                for path in paths {
+                    let failure = failureIfAny(path.pattern, part: .path, name: nil, percentEncoded: true, context: &context)
+                    guard let failure else { continue }
+                    let miss = NearMiss(
+                        host: host, detail: index,
+                        component: RuleReport(kind: "path", index: path.index, rule: path.source), failures: [failure]
+                    )
+                    if miss.isNearer(than: best) { best = miss }
+                }
+            case .components(let components, _):
+                for component in components {
+                    let failures = partFailures(component, context: &context)
+                    guard !failures.isEmpty else { continue }
+                    var specified = (component.path == nil ? 0 : 1) + (component.fragment == nil ? 0 : 1)
+                    switch component.query {
+                    case .any: break
+                    case .whole: specified += 1
+                    case .items(let items): specified += items.count
+                    }
+                    let miss = NearMiss(
+                        host: host, detail: index,
+                        component: RuleReport(kind: "component", index: component.index, rule: component.ruleText), failures: failures,
+                        matchedParts: specified - failures.count
+                    )
+                    if miss.isNearer(than: best) { best = miss }
+                }
+            }
+        }
+        return best
+    }
+
+    private func partFailures(_ component: CompiledComponent, context: inout URLContext) -> [PartFailure] {
+        var failures: [PartFailure] = []
+        let encoded = component.percentEncoded
+        if let path = component.path, let failure = failureIfAny(path, part: .path, name: nil, percentEncoded: encoded, context: &context) {
+            failures.append(failure)
+        }
+        switch component.query {
+        case .any:
+            break
+        case .whole(let pattern):
+            if let failure = failureIfAny(pattern, part: .query, name: nil, percentEncoded: encoded, context: &context) {
+                failures.append(failure)
+            }
+        case .items(let items):
+            for item in items where !context.queryItemMatches(name: item.name, pattern: item.pattern, percentEncoded: encoded) {
+                let values = context.items(percentEncoded: encoded, caseSensitive: item.pattern.caseSensitive)
+                let name = itemName(component, item.name)
+                let texts = values.filter { $0.name == item.name }.map { String(decoding: $0.value, as: UTF8.self) }
+                let failing = texts.first { !item.pattern.matches($0) } ?? texts.first ?? ""
+                failures.append(failure(item.pattern, part: .queryItem, name: name, text: failing))
+            }
+        }
+        if let fragment = component.fragment,
+           let failure = failureIfAny(fragment, part: .fragment, name: nil, percentEncoded: encoded, context: &context) {
+            failures.append(failure)
+        }
+        return failures
+    }
+
+    private static func replacing(_ target: String, with replacement: String, in source: String) -> String {
+        var result = ""
+        var rest = Substring(source)
+        while let range = rest.firstRange(of: target) {
+            result += rest[..<range.lowerBound]
+            result += replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+
+    private func itemName(_ component: CompiledComponent, _ bytes: [UInt8]) -> String {
+        if case .items(let items)? = component.rule.query {
+            for item in items where Array((component.caseSensitive ? item.name : UTF8Text.caseFolded(item.name)).utf8) == bytes {
+                return item.name
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private func failureIfAny(
+        _ pattern: CompiledPattern, part: PartFailure.Part, name: String?, percentEncoded: Bool, context: inout URLContext
+    ) -> PartFailure? {
+        let urlPart: URLContext.Part = switch part {
+        case .path: .path
+        case .query, .queryItem: .query
+        case .fragment: .fragment
+        }
+        let bytes = context.text(urlPart, percentEncoded: percentEncoded, caseSensitive: true)
+        let text = String(decoding: bytes, as: UTF8.self)
+        if pattern.matches(text) { return nil }
+        return failure(pattern, part: part, name: name, text: text)
+    }
+
+    private func failure(_ pattern: CompiledPattern, part: PartFailure.Part, name: String?, text: String) -> PartFailure {
+        let variables = document.applinks?.substitutionVariables ?? [:]
+        var caseOnly = false
+        if pattern.caseSensitive {
+            caseOnly = CompiledPattern(pattern.source, role: pattern.role, caseSensitive: false, variables: variables).matches(text)
+        }
+        var culprits: [String] = []
+        var seen = Set<String>()
+        for variable in pattern.referencedVariables where seen.insert(variable).inserted {
+            if pattern.undefinedVariables.contains(variable) {
+                culprits.append(variable)
+                continue
+            }
+            let loosened = Self.replacing("$(\(variable))", with: "*", in: pattern.source)
+            if CompiledPattern(loosened, role: pattern.role, caseSensitive: pattern.caseSensitive, variables: variables).matches(text) {
+                culprits.append(variable)
+            }
+        }
+        return PartFailure(part: part, name: name, pattern: pattern.source, text: text, caseOnly: caseOnly, variablesWithoutValue: culprits)
+    }
+}
+
+extension URLMatcher {
+    /// Explains the decision for a URL: the deciding file, detail and rule, or for
+    /// ``MatchDecision/noMatch`` why (host not covered, app not listed, nearest rule).
+    public func explain(url: String, appID: String) -> MatchExplanation {
+        URLInput.with(url) { input -> MatchExplanation in
+            guard let input, let host = input.host else {
+                return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "the URL cannot be split into scheme, host and path")
+            }
+            guard input.isHTTP else {
+                return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "universal links are http or https URLs only")
+            }
+            let candidates = candidateHosts(normalisedHost: host)
+            if candidates.isEmpty {
+                return MatchExplanation(
+                    url: url, appID: appID, decision: .noMatch,
+                    reason: "host \(host) is not covered by the entitlement entries \(entitlementDomains.joined(separator: ", "))"
+                )
+            }
+            let present = candidates.compactMap { candidate in files[candidate].map { (Optional(candidate), $0) } }
+            if present.isEmpty {
+                return MatchExplanation(
+                    url: url, appID: appID, decision: .noMatch,
+                    reason: "no association file for \(candidates.joined(separator: ", "))"
+                )
+            }
+            var context = URLContext(input: input)
+            return Explainer(url: url, appID: appID).explain(files: present, context: &context)
+        }
+    }
+}
+
+/// Shared explanation logic over candidate files in order.
+struct Explainer {
+    let url: String
+    let appID: String
+
+    func explain(files: [(host: String?, file: CompiledAssociation)], context: inout URLContext) -> MatchExplanation {
+        for (host, file) in files {
+            let outcome = file.decide(appID: appID, context: &context)
+            guard outcome.decision != .noMatch, let detail = outcome.detail, let rule = outcome.rule else { continue }
+            let report = RuleReport(kind: rule.kind, index: rule.index, rule: outcome.ruleText ?? "")
+            let verb = outcome.decision == .match ? "matched" : "matched an exclusion"
+            let place = host.map { " of the file for \($0)" } ?? ""
+            return MatchExplanation(
+                url: url, appID: appID, decision: outcome.decision, host: host, detail: detail, component: report,
+                reason: "\(rule.kind) \(rule.index) of detail \(detail)\(place) \(verb): \(report.rule)"
+            )
+        }
+        if !files.contains(where: { $0.file.listsApp(appID) }) {
+            return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "no applinks detail lists \(appID)")
+        }
+        var nearest: NearMiss?
+        for (host, file) in files {
+            if let miss = file.nearestMiss(appID: appID, host: host, context: &context), miss.isNearer(than: nearest) {
+                nearest = miss
+            }
+        }
+        guard let nearest else {
+            return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "the details listing \(appID) have no rules")
+        }
+        let summary = nearest.failures.map(\.summary).joined(separator: "; ")
+        return MatchExplanation(
+            url: url, appID: appID, decision: .noMatch,
+            reason: "no rule matched; nearest is \(nearest.component.kind) \(nearest.component.index) of detail \(nearest.detail): \(summary)",
+            nearest: nearest
+        )
+    }
+}

@@ -1,0 +1,96 @@
+// Seeded random fuzz driver for the pattern compiler, the URL splitter and the matcher.
+// It must never crash (a crash is the failure signal); it also checks two invariants.
+//   swift run -c release aasa-fuzz [iterations] [seed]
+import AASAFetchCore
+
+/// SplitMix64, so a run is reproducible from its seed.
+struct Generator: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+
+    mutating func pick<T>(_ values: [T]) -> T {
+        values[Int.random(in: 0..<values.count, using: &self)]
+    }
+
+    mutating func text(_ pieces: [String], maxPieces: Int) -> String {
+        (0..<Int.random(in: 0...maxPieces, using: &self)).map { _ in pick(pieces) }.joined()
+    }
+}
+
+let patternPieces = ["*", "?", "?*", "/", "a", "B", "%20", "%2F", "%c3%a9", "é", "中", "😀", "$(", ")", "$(lang)", "$(region)",
+                     "$(digit)", "$(v)", "$(w x)", "$(undefined)", "$", "(", "\\", "\u{0}", "NOT ", ".", "-", "="]
+let urlPieces = ["/", "a", "B", "?", "#", "&", "=", "%", "%2", "%20", "%2F", "%C3%A9", "%FF", "é", "中", "😀", " ", "+", ":", "@",
+                 "[", "]", "\u{0}", "\u{7F}", "..", "en_US", "GB", "42", "\\", "\""]
+let prefixes = ["https://example.com", "http://EXAMPLE.com.", "https://a.example.com", "https://[::1]:8080", "https://bücher.example",
+                "ftp://example.com", "https:", "https://", "example.com", "", "https://user@example.com:1"]
+
+let arguments = CommandLine.arguments
+let iterations = arguments.count > 1 ? Int(arguments[1]) ?? 20000 : 20000
+let seed = arguments.count > 2 ? UInt64(arguments[2]) ?? 1 : 1
+var random = Generator(state: seed)
+var matches = 0
+let app = "ABCDE12345.com.example.app"
+
+for iteration in 0..<iterations {
+    let variables = ["v": (0..<Int.random(in: 0...5, using: &random)).map { _ in random.text(patternPieces, maxPieces: 4) },
+                     "w x": [random.text(patternPieces, maxPieces: 3)]]
+    var rules: [ComponentRule] = []
+    for _ in 0..<Int.random(in: 0...5, using: &random) {
+        let query: QueryPattern? = switch Int.random(in: 0...3, using: &random) {
+        case 0: nil
+        case 1: .string(random.text(patternPieces, maxPieces: 5))
+        case 2: .items([QueryItemPattern(name: random.text(urlPieces, maxPieces: 2), pattern: random.text(patternPieces, maxPieces: 4))])
+        default: .ignored
+        }
+        rules.append(ComponentRule(
+            path: Bool.random(using: &random) ? random.text(patternPieces, maxPieces: 8) : nil,
+            query: query,
+            fragment: Bool.random(using: &random) ? random.text(patternPieces, maxPieces: 4) : nil,
+            exclude: Bool.random(using: &random),
+            options: ComponentDefaults(caseSensitive: random.pick([nil, true, false]), percentEncoded: random.pick([nil, true, false]))
+        ))
+    }
+    let legacy = (0..<Int.random(in: 0...3, using: &random)).map { _ in random.text(patternPieces, maxPieces: 6) }
+    let details = [
+        AppLinksDetail(appIDs: [app], components: Bool.random(using: &random) ? rules : nil, paths: legacy),
+        AppLinksDetail(appIDs: [app, "OTHER12345.x"], components: rules.reversed()),
+    ]
+    let document = AASADocument(applinks: AppLinks(
+        details: details, defaults: ComponentDefaults(caseSensitive: random.pick([nil, false])), substitutionVariables: variables
+    ))
+    let compiled = CompiledAssociation(document: document)
+    let matcher = URLMatcher(entitlementDomains: ["example.com", "*.example.com", "applinks:[::1]?mode=developer"],
+                             files: ["example.com": compiled, "[::1]": compiled])
+    for _ in 0..<4 {
+        let url = random.pick(prefixes) + random.text(urlPieces, maxPieces: 12)
+        let outcome = matcher.decide(url: url, appID: app)
+        let explanation = matcher.explain(url: url, appID: app)
+        // Invariant: explaining never changes the decision.
+        if explanation.decision != outcome.decision {
+            exitProcess("MISMATCH seed \(seed) iteration \(iteration): \(url) decide \(outcome.decision) explain \(explanation.decision) \(document)")
+        }
+        if outcome.decision == .match { matches += 1 }
+        _ = compiled.decide(url: url, appID: app, domain: random.pick(["", "example.com"]))
+        _ = URLParts(url)?.queryItems
+        let pattern = CompiledPattern(random.text(patternPieces, maxPieces: 10), role: random.pick([.path, .plain]),
+                                      caseSensitive: Bool.random(using: &random), variables: variables)
+        let text = random.text(urlPieces, maxPieces: 10)
+        // Invariant: the work is linear in the text (no backtracking blow-up).
+        let cost = pattern.matchCost(text)
+        if cost.steps > 1_000_000 {
+            exitProcess("COST seed \(seed) iteration \(iteration): \(pattern.source) ~ \(text) steps \(cost.steps)")
+        }
+    }
+}
+print("aasa-fuzz: \(iterations) iterations, seed \(seed), \(matches) matches, no crash")
+
+func exitProcess(_ message: String) -> Never {
+    fatalError("fuzz invariant violated: " + message)
+}

@@ -1,0 +1,65 @@
+import AASAFetchCore
+import Testing
+
+struct URLPartsTests {
+    @Test func emptyPathForBareHost() throws {
+        let parts = try #require(URLParts("https://Example.COM"))
+        #expect(parts.scheme == "https")
+        #expect(parts.host == "example.com")
+        #expect(parts.path == "")
+        #expect(parts.query == nil)
+        #expect(parts.fragment == nil)
+    }
+
+    @Test func partsStayEncoded() throws {
+        let parts = try #require(URLParts("https://user@example.com:8443/a%2Fb/c%20d?x=%41+b&flag#frag%23"))
+        #expect(parts.port == 8443)
+        #expect(parts.path == "/a%2Fb/c%20d")
+        #expect(parts.query == "x=%41+b&flag")
+        #expect(parts.fragment == "frag%23")
+        let items = try #require(parts.queryItems)
+        #expect(items.map(\.name) == ["x", "flag"])
+        #expect(items.map(\.value) == ["A+b", nil])
+    }
+
+    @Test func invalidCharactersAreEncodedAsURLStringDoes() throws {
+        let parts = try #require(URLParts("https://example.com/café menu?q=a b#x#y"))
+        #expect(parts.path == "/caf%C3%A9%20menu")
+        #expect(parts.query == "q=a%20b")
+        #expect(parts.fragment == "x%23y")
+        #expect(URLParts("https://example.com/100%zz")?.path == "/100%25zz")
+    }
+
+    @Test func emptyQueryAndFragmentArePresentButEmpty() throws {
+        let parts = try #require(URLParts("https://example.com/?#"))
+        #expect(parts.path == "/")
+        #expect(parts.query == "")
+        #expect(parts.fragment == "")
+        #expect(parts.queryItems == [])
+    }
+
+    @Test func internationalHostBecomesPunycode() throws {
+        #expect(URLParts("https://bücher.example/x")?.host == "xn--bcher-kva.example")
+        #expect(URLParts("https://[::1]:80/x")?.host == "[::1]")
+    }
+
+    @Test(arguments: ["", "example.com/x", "1http://x", "https://example.com:80x/"])
+    func unusable(_ string: String) {
+        #expect(URLParts(string) == nil)
+    }
+
+    @Test func plusIsNotSpaceAndEncodedSlashIsNotASeparator() throws {
+        let document = try ModelFromJSON.document(json: MatcherFixture.components(##"[{"?":{"q":"a+b"}},{"/":"/x y","percentEncoded":false}]"##))
+        let compiled = CompiledAssociation(document: document)
+        #expect(compiled.decide(url: "https://example.com/p?q=a+b", appID: MatcherFixture.app).decision == .match)
+        #expect(compiled.decide(url: "https://example.com/x+y", appID: MatcherFixture.app).decision == .noMatch)
+        #expect(compiled.decide(url: "https://example.com/x%20y", appID: MatcherFixture.app).decision == .match)
+    }
+
+    @Test func onlyHTTPAndHTTPSAreUniversalLinks() throws {
+        let compiled = try MatcherFixture.compiled(MatcherFixture.components(##"[{"/":"*"}]"##))
+        #expect(compiled.decide(url: "HTTP://example.com/x", appID: MatcherFixture.app).decision == .match)
+        #expect(compiled.decide(url: "ftp://example.com/x", appID: MatcherFixture.app).decision == .noMatch)
+        #expect(compiled.decide(url: "not a url", appID: MatcherFixture.app).decision == .noMatch)
+    }
+}
