@@ -66,7 +66,7 @@ func overviewScenario(_ options: Options) throws -> Scenario {
         throw CocoaError(.fileReadCorruptFile)
     }
     let bytes = try JSONSerialization.data(withJSONObject: aasa)
-    let compiled = CompiledAssociation(document: BenchModel.document(object: aasa))
+    let compiled = CompiledAssociation(document: try BenchModel.document(data: bytes))
     let requests = overview.compactMap { entry -> (String, String)? in
         guard let url = entry["url"] as? String, let app = entry["appId"] as? String else { return nil }
         return (url, app)
