@@ -125,7 +125,7 @@ public final class NginxServer: Sendable {
                 return NginxServer(port: port, prefix: prefix, process: process, watchdog: watchdog)
             }
             ChildProcess.terminate(process)
-            if let watchdog { ChildProcess.terminate(watchdog, grace: .seconds(1)) }
+            if let watchdog, watchdog.isRunning { kill(watchdog.processIdentifier, SIGKILL) }
             let log = (try? String(contentsOf: prefix.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
             try? FileManager.default.removeItem(at: prefix)
             lastError = up ? log : "nginx did not accept connections within 10 s\n\(log)"
@@ -152,8 +152,9 @@ public final class NginxServer: Sendable {
             ChildProcess.terminate(running, grace: .seconds(5))
             try? FileManager.default.removeItem(at: prefix)
         }
-        if let guardian {
-            ChildProcess.terminate(guardian, grace: .seconds(1))
+        if let guardian, guardian.isRunning {
+            // The watchdog shell defers SIGTERM while it sleeps; it holds no resources, so kill it.
+            kill(guardian.processIdentifier, SIGKILL)
         }
     }
 

@@ -6,7 +6,7 @@ func expectFailure(
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: () async throws(TransferFailure) -> TransferResponse
 ) async -> TransferFailure? {
-    do {
+    do throws(TransferFailure) {
         let response = try await body()
         Issue.record("expected a failure, got HTTP \(response.status)", sourceLocation: sourceLocation)
         return nil
@@ -21,4 +21,15 @@ func measure<T>(_ body: () async -> T) async -> (T, Double) {
     let value = await body()
     let elapsed = ContinuousClock.now - start
     return (value, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+}
+
+/// Starts `client.perform(request)` in a new task whose value carries the typed result.
+func performTask(_ client: CurlClient, _ request: TransferRequest) -> Task<Result<TransferResponse, TransferFailure>, Never> {
+    Task {
+        do throws(TransferFailure) {
+            return .success(try await client.perform(request))
+        } catch {
+            return .failure(error)
+        }
+    }
 }

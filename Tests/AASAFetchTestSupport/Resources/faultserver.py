@@ -207,6 +207,8 @@ def main():
     script = json.loads(args.script)
 
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    # The parent (a test runner) may have blocked SIGTERM; the mask is inherited across exec.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
     timer = threading.Timer(args.lifetime, lambda: os._exit(0))
     timer.daemon = True
     timer.start()
@@ -240,8 +242,14 @@ def main():
         os.rename(temporary, args.port_file)
     print(port, flush=True)
 
+    # Wake up regularly: a SIGTERM delivered to another thread is only acted on by the main thread.
+    listener.settimeout(0.2)
     while True:
-        raw, _ = listener.accept()
+        try:
+            raw, _ = listener.accept()
+        except socket.timeout:
+            continue
+        raw.setblocking(True)
         thread = threading.Thread(target=serve, args=(raw, context, script, args.log), daemon=True)
         thread.start()
 
