@@ -45,6 +45,8 @@ public struct NginxRequest: Sendable, Hashable {
     public var serverProtocol: String
     /// The status nginx answered.
     public var status: Int
+    /// nginx's serial number of the connection that carried the request (equal numbers: one connection).
+    public var connection: Int
 }
 
 /// A real nginx on 127.0.0.1 serving HTTPS virtual hosts from a temporary prefix.
@@ -163,10 +165,10 @@ public final class NginxServer: Sendable {
         let log = (try? String(contentsOf: prefix.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
         return log.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count >= 5 else { return nil }
+            guard fields.count >= 6 else { return nil }
             return NginxRequest(
                 uri: fields[0], host: fields[1], userAgent: fields[2], serverProtocol: fields[3],
-                status: Int(fields[4]) ?? 0)
+                status: Int(fields[4]) ?? 0, connection: Int(fields[5]) ?? 0)
         }
     }
 
@@ -214,7 +216,7 @@ public final class NginxServer: Sendable {
                     text/plain txt;
                     text/html html;
                 }
-                log_format aasa '$request_uri\\t$host\\t$http_user_agent\\t$server_protocol\\t$status';
+                log_format aasa '$request_uri\\t$host\\t$http_user_agent\\t$server_protocol\\t$status\\t$connection';
                 access_log \(prefix)/access.log aasa;
                 \(temporaryPaths.joined(separator: "\n    "))
                 keepalive_requests 100000;

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 
 /// A certificate and its private key, as PEM files.
@@ -44,7 +45,10 @@ public final class TestCA: Sendable {
     private let configPath: String
     private let leaves = Mutex<[String: LeafCertificate]>([:])
 
-    private static let sharedInstance = Result { () throws -> TestCA in try TestCA() }
+    private static let sharedInstance = Result { () throws -> TestCA in
+        removeFoldersOfDeadProcesses()
+        return try TestCA()
+    }
 
     /// The process-wide CA, created on first use.
     /// - Throws: ``TestSupportError`` when openssl is missing or fails.
@@ -59,7 +63,8 @@ public final class TestCA: Sendable {
             throw TestSupportError("the openssl command is not installed")
         }
         self.openssl = openssl
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-testca-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("aasa-testca-\(getpid())-\(UUID().uuidString)")
         try FileManager.default.createDirectory(
             at: directory.appendingPathComponent("newcerts"), withIntermediateDirectories: true)
         configPath = directory.appendingPathComponent("openssl.cnf").path
@@ -121,6 +126,19 @@ public final class TestCA: Sendable {
     }
 
     // MARK: - Private
+
+    /// Removes CA folders left behind by test processes that no longer run (their pid is in the name).
+    private static func removeFoldersOfDeadProcesses() {
+        let temporary = FileManager.default.temporaryDirectory
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
+        for name in names where name.hasPrefix("aasa-testca-") {
+            let parts = name.split(separator: "-")
+            guard parts.count > 2, let pid = Int32(parts[2]), pid != getpid() else { continue }
+            if kill(pid, 0) != 0, errno == ESRCH {
+                try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))
+            }
+        }
+    }
 
     private func makeCA(name: String, subject: String) throws {
         try openssl(

@@ -244,7 +244,10 @@ struct NginxTransportTests {
         await client.shutdown()
         #expect(statuses.count == 100)
         #expect(statuses.allSatisfy { $0 == 200 })
-        #expect(fixture.server.requests().count == 100)
+        let logged = fixture.server.requests()
+        #expect(logged.count == 100)
+        // One connection per host: HTTP/2 multiplexes, HTTP/1.1 reuses the kept-alive connection.
+        #expect(Set(logged.map(\.connection)).count == 1, "connections: \(Set(logged.map(\.connection)))")
     }
 
     @Test func closedPortIsAConnectFailure() async throws {

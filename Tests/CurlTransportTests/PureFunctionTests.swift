@@ -1,4 +1,6 @@
+import AASAFetchTestSupport
 import CurlTransport
+import Foundation
 import Testing
 
 struct AddressPolicyTests {
@@ -102,5 +104,32 @@ struct InvalidRequestTests {
         }
         #expect(failure?.kind == .invalidRequest)
         await client.shutdown()
+    }
+}
+
+struct ClientLifecycleTests {
+    @Test(.timeLimit(.minutes(1)))
+    func shutdownStopsTheLoopThreadAndIsIdempotent() async {
+        for _ in 0..<20 {
+            let client = CurlClient()
+            await client.shutdown()
+            await client.shutdown()
+            let exited = await waitUntil(timeout: .seconds(5), interval: .milliseconds(5)) { client.loopThreadExited }
+            #expect(exited)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func concurrentShutdownsAllReturn() async {
+        let client = CurlClient()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<10 {
+                group.addTask { await client.shutdown() }
+            }
+        }
+        let late = await expectFailure { () async throws(TransferFailure) in
+            try await client.perform(TransferRequest(url: "https://aasa.test/"))
+        }
+        #expect(late?.kind == .cancelled)
     }
 }
