@@ -11,6 +11,7 @@ public struct TestSupportError: Error, CustomStringConvertible, Sendable {
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }
 
