@@ -19,6 +19,7 @@ public final class CurlClient: HTTPTransferring, Sendable {
         let mailbox = self.mailbox
         let thread = Thread {
             MultiLoop.run(mailbox: mailbox, maxConnections: maxConnections, maxConnectionsPerHost: maxConnectionsPerHost)
+            mailbox.markThreadExited()
         }
         thread.name = "aasa-fetch.curl"
         thread.start()
@@ -48,6 +49,9 @@ public final class CurlClient: HTTPTransferring, Sendable {
         }
         return try result.get()
     }
+
+    /// Whether the loop thread has finished (for tests of ``shutdown()``).
+    package var loopThreadExited: Bool { mailbox.threadExited }
 
     /// Fails every pending transfer with ``TransferFailureKind/cancelled``, frees every curl handle
     /// and stops the loop thread. Idempotent; later ``perform(_:)`` calls fail at once.

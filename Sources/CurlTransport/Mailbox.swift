@@ -37,6 +37,7 @@ final class Mailbox: Sendable {
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
         var multi: MultiWakeupHandle?
         var startupFailure: String?
+        var threadExited = false
 
         func wake() {
             if let multi {
@@ -147,7 +148,17 @@ final class Mailbox: Sendable {
         }
     }
 
+    /// Whether the loop thread has returned (after ``shutdown()``).
+    var threadExited: Bool {
+        state.withLock { $0.threadExited }
+    }
+
     // MARK: - Loop side
+
+    /// Records that the loop thread is returning; nothing touches curl after this.
+    func markThreadExited() {
+        state.withLock { $0.threadExited = true }
+    }
 
     /// Makes the multi handle reachable for wake-ups.
     func publish(multi: MultiWakeupHandle) {

@@ -1,4 +1,5 @@
 internal import CCurl
+import Glibc
 
 /// The loop run by the one thread that owns every curl handle of a ``CurlClient``.
 ///
@@ -79,7 +80,9 @@ final class MultiLoop {
             _ = curl_multi_perform(multi, &running)
             drainMessages()
             var ready: Int32 = 0
-            _ = curl_multi_poll(multi, nil, 0, 1000, &ready)
+            if curl_multi_poll(multi, nil, 0, 1000, &ready) != CURLM_OK {
+                usleep(10_000)  // poll() itself failed: do not spin; transfers still time out
+            }
         }
     }
 

@@ -229,7 +229,7 @@ final class Transfer {
 
     private func receive(headerLine bytes: UnsafeRawBufferPointer) {
         var line = String(decoding: bytes, as: UTF8.self)
-        while let last = line.last, last == "\n" || last == "\r" {
+        while let last = line.last, last.isNewline {
             line.removeLast()
         }
         if line.hasPrefix("HTTP/") {

@@ -23,6 +23,10 @@ public struct TransferRequest: Sendable, Hashable {
     /// PEM file of CA certificates to trust *instead of* the system store; `nil` uses the system store.
     public var caFile: String?
     /// curl `--resolve` entries: `HOST:PORT:ADDR[,ADDR]`.
+    ///
+    /// ``CurlClient`` shares one DNS cache between its transfers, and libcurl keeps `--resolve`
+    /// entries in that cache, so an entry also applies to later transfers of the same client for that
+    /// `HOST:PORT`. Give every request of a client the same entries (as the command line does).
     public var resolve: [String]
     /// curl `--connect-to` entries: `HOST1:PORT1:HOST2:PORT2` (empty parts match anything).
     public var connectTo: [String]

@@ -47,6 +47,7 @@ public struct TransferFailure: Error, Sendable, Hashable, CustomStringConvertibl
         self.tlsVerifyResult = tlsVerifyResult
     }
 
+    /// The kind and the message, e.g. `timeout: Connection timed out after 1001 milliseconds`.
     public var description: String { "\(kind.rawValue): \(message)" }
 }
 
@@ -150,6 +151,7 @@ public struct TransferResponse: Sendable, Hashable {
         return headers.first { $0.name.lowercased() == lowered }?.value
     }
 
+    /// Compares every field (headers by name and value, in order).
     public static func == (lhs: TransferResponse, rhs: TransferResponse) -> Bool {
         lhs.status == rhs.status && lhs.body == rhs.body && lhs.url == rhs.url
             && lhs.headers.map { "\($0.name):\($0.value)" } == rhs.headers.map { "\($0.name):\($0.value)" }
@@ -158,6 +160,7 @@ public struct TransferResponse: Sendable, Hashable {
             && lhs.certificates == rhs.certificates && lhs.timings == rhs.timings
     }
 
+    /// Hashes status, URL and body (enough to spread responses; equality checks the rest).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(status)
         hasher.combine(url)

@@ -1,0 +1,138 @@
+import Foundation
+import Glibc
+
+/// Errors of the test harnesses, with messages meant for a failing test's log.
+public struct TestSupportError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    /// The message.
+    public var description: String { message }
+}
+
+/// Runs short-lived helper programs (openssl) with a hard time bound.
+public enum ChildProcess {
+    /// What a finished program left behind.
+    public struct Output: Sendable {
+        /// The exit status.
+        public var status: Int32
+        /// Everything written to standard output.
+        public var standardOutput: String
+        /// Everything written to standard error.
+        public var standardError: String
+    }
+
+    /// Runs a program to completion and returns its output; kills it when it runs too long.
+    /// - Parameters:
+    ///   - executable: Absolute path of the program.
+    ///   - arguments: Its arguments.
+    ///   - environment: Extra environment variables (added to this process's environment).
+    ///   - timeout: The most the program may run.
+    /// - Returns: Exit status and output.
+    /// - Throws: ``TestSupportError`` when it cannot start or times out.
+    @discardableResult
+    public static func run(
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        timeout: Duration = .seconds(30)
+    ) throws -> Output {
+        let scratch = FileManager.default.temporaryDirectory
+            .appendingPathComponent("aasa-child-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let outURL = scratch.appendingPathComponent("stdout")
+        let errURL = scratch.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
+        defer {
+            try? out.close()
+            try? err.close()
+        }
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = out
+        process.standardError = err
+        do {
+            try process.run()
+        } catch {
+            throw TestSupportError("cannot start \(executable): \(error)")
+        }
+        let finished = waitForExit(process, timeout: timeout)
+        if !finished {
+            kill(process.processIdentifier, SIGKILL)
+            _ = waitForExit(process, timeout: .seconds(2))
+            throw TestSupportError("\(executable) \(arguments.joined(separator: " ")) did not finish within \(timeout)")
+        }
+        let stdout = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+        return Output(status: process.terminationStatus, standardOutput: stdout, standardError: stderr)
+    }
+
+    /// Waits (polling, bounded) until the process has exited.
+    /// - Returns: Whether it exited within `timeout`.
+    @discardableResult
+    public static func waitForExit(_ process: Process, timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while process.isRunning {
+            if ContinuousClock.now >= deadline {
+                return false
+            }
+            usleep(10_000)
+        }
+        return true
+    }
+
+    /// Stops a long-running child: SIGTERM, then SIGKILL after `grace`.
+    public static func terminate(_ process: Process, grace: Duration = .seconds(5)) {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        if !waitForExit(process, timeout: grace) {
+            kill(process.processIdentifier, SIGKILL)
+            _ = waitForExit(process, timeout: .seconds(2))
+        }
+    }
+
+    /// Finds a program in a list of usual places, then on `PATH`.
+    public static func find(_ name: String, preferring paths: [String] = []) -> String? {
+        let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        let candidates = paths + searchPath.split(separator: ":").map { "\($0)/\(name)" }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Starts a watchdog shell that kills `pid` (SIGTERM, then SIGKILL) and removes `directory`
+    /// if this test process dies first. It exits by itself once `pid` is gone.
+    public static func startWatchdog(for pid: Int32, removing directory: URL?) -> Process? {
+        let parent = getpid()
+        let cleanup = directory.map { "rm -rf '\($0.path)'" } ?? ":"
+        let script = """
+            while kill -0 \(parent) 2>/dev/null && kill -0 \(pid) 2>/dev/null; do sleep 1; done
+            if ! kill -0 \(parent) 2>/dev/null; then
+              kill -TERM \(pid) 2>/dev/null; sleep 3; kill -KILL \(pid) 2>/dev/null; \(cleanup)
+            fi
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            return nil
+        }
+        return process
+    }
+}

@@ -1,0 +1,203 @@
+import AASAFetchTestSupport
+import CurlTransport
+import Foundation
+import Testing
+
+/// Starts a fault server with a certificate for `fault.test` and its subdomains.
+func startFaultServer(_ script: FaultScript) async throws -> (FaultServer, TestCA) {
+    let ca = try TestCA.shared()
+    let leaf = try ca.leaf(for: ["fault.test", "*.fault.test"])
+    return (try await FaultServer.start(script: script, certificate: leaf, lifetime: 90), ca)
+}
+
+func faultRequest(_ server: FaultServer, _ ca: TestCA, host: String = "fault.test", path: String = "/") -> TransferRequest {
+    TransferRequest(
+        url: "https://\(host)\(path)", caFile: ca.caCertPath, connectTo: [server.connectTo], allowPrivateAddresses: true)
+}
+
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct FaultTransportTests {
+    @Test func userAgentAndExtraHeadersReachTheServer() async throws {
+        let (server, ca) = try await startFaultServer(FaultScript(default: .respond(body: "{}")))
+        defer { server.stop() }
+        let client = CurlClient()
+        var request = faultRequest(server, ca, path: "/.well-known/apple-app-site-association")
+        request.userAgent = "AASA-Bot/1.0.0"
+        request.headers = ["If-None-Match: \"abc\"", "X-Extra: 1"]
+        let response = try await client.perform(request)
+        await client.shutdown()
+        #expect(response.status == 200)
+        #expect(response.body == Array("{}".utf8))
+        let logged = try #require(server.requests().first { $0.event == "request" })
+        #expect(logged.path == "/.well-known/apple-app-site-association")
+        #expect(logged.userAgent == "AASA-Bot/1.0.0")
+        #expect(logged.host == "fault.test")
+        #expect(logged.sni == "fault.test")
+        #expect(logged.headers["if-none-match"] == "\"abc\"")
+        #expect(logged.headers["x-extra"] == "1")
+        #expect(logged.headers["accept-encoding"]?.contains("gzip") == true)
+    }
+
+    @Test func chunkedAndGzippedBodiesAreDecoded() async throws {
+        let body = String(repeating: "association ", count: 500)
+        let script = FaultScript(paths: [
+            "/chunked": .respond(body: body, chunked: true),
+            "/gzip": .respond(body: body, gzip: true),
+            "/both": .respond(body: body, gzip: true, chunked: true),
+        ])
+        let (server, ca) = try await startFaultServer(script)
+        defer { server.stop() }
+        let client = CurlClient()
+        for path in ["/chunked", "/gzip", "/both"] {
+            let response = try await client.perform(faultRequest(server, ca, path: path))
+            #expect(response.status == 200)
+            #expect(response.body == Array(body.utf8), "\(path)")
+        }
+        await client.shutdown()
+    }
+
+    @Test(arguments: [
+        FaultBehavior.respond(body: "0123456789abcdef", repeat: 20_000, chunked: true),
+        .respond(body: "0123456789abcdef", repeat: 20_000),
+        .respond(body: "0000000000000000", repeat: 1_000_000, gzip: true, chunked: true),
+    ])
+    func tooLargeBodiesAreAbortedEarly(behavior: FaultBehavior) async throws {
+        let (server, ca) = try await startFaultServer(FaultScript(default: behavior))
+        defer { server.stop() }
+        let client = CurlClient()
+        let (failure, seconds) = await measure {
+            await expectFailure { () async throws(TransferFailure) in try await client.perform(faultRequest(server, ca)) }
+        }
+        await client.shutdown()
+        #expect(failure?.kind == .tooLarge, "\(String(describing: failure))")
+        #expect(seconds < 5)
+    }
+
+    @Test func neverAnsweringHandshakeTimesOutOnConnectTimeout() async throws {
+        let (server, ca) = try await startFaultServer(FaultScript(default: .neverAnswer))
+        defer { server.stop() }
+        let client = CurlClient()
+        var request = faultRequest(server, ca)
+        request.connectTimeout = 1
+        let (failure, seconds) = await measure {
+            await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
+        }
+        await client.shutdown()
+        #expect(failure?.kind == .timeout, "\(String(describing: failure))")
+        #expect(seconds < 3)
+        #expect(server.requests().contains { $0.event == "connection" })
+    }
+
+    @Test func handshakeHeldForOneServerNameTimesOut() async throws {
+        let (server, ca) = try await startFaultServer(
+            FaultScript(default: .respond(body: "{}"), hosts: ["held.fault.test": .neverAnswer]))
+        defer { server.stop() }
+        let client = CurlClient()
+        var request = faultRequest(server, ca, host: "held.fault.test")
+        request.connectTimeout = 1
+        let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
+        let other = try await client.perform(faultRequest(server, ca, host: "ok.fault.test"))
+        await client.shutdown()
+        #expect(failure?.kind == .timeout, "\(String(describing: failure))")
+        #expect(other.status == 200)
+    }
+
+    @Test func stallAfterHeadersTimesOutOnMaxTime() async throws {
+        let (server, ca) = try await startFaultServer(FaultScript(default: .stallAfterHeaders()))
+        defer { server.stop() }
+        let client = CurlClient()
+        var request = faultRequest(server, ca)
+        request.maxTime = 2
+        let (failure, seconds) = await measure {
+            await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
+        }
+        await client.shutdown()
+        #expect(failure?.kind == .timeout, "\(String(describing: failure))")
+        #expect(seconds < 5)
+    }
+
+    @Test func slowDripTimesOutOnMaxTime() async throws {
+        let (server, ca) = try await startFaultServer(FaultScript(default: .slow(body: "{\"applinks\":{}}")))
+        defer { server.stop() }
+        let client = CurlClient()
+        var request = faultRequest(server, ca)
+        request.maxTime = 1.5
+        let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
+        await client.shutdown()
+        #expect(failure?.kind == .timeout, "\(String(describing: failure))")
+    }
+
+    @Test func resetMidBodyIsATransferFailure() async throws {
+        let (server, ca) = try await startFaultServer(FaultScript(default: .resetMidBody()))
+        defer { server.stop() }
+        let client = CurlClient()
+        let failure = await expectFailure { () async throws(TransferFailure) in
+            try await client.perform(faultRequest(server, ca))
+        }
+        await client.shutdown()
+        #expect(failure?.kind == .transferFailure, "\(String(describing: failure))")
+    }
+
+    @Test func cancellingTheTaskCancelsTheTransfer() async throws {
+        let (server, ca) = try await startFaultServer(FaultScript(default: .stallAfterHeaders()))
+        defer { server.stop() }
+        let client = CurlClient()
+        var request = faultRequest(server, ca)
+        request.maxTime = 30
+        let task = performTask(client, request)
+        let seen = await waitUntil(timeout: .seconds(10)) { server.requests().contains { $0.event == "request" } }
+        #expect(seen)
+        let (failure, seconds) = await measure {
+            task.cancel()
+            return await expectFailure { () async throws(TransferFailure) in try await task.value.get() }
+        }
+        #expect(failure?.kind == .cancelled, "\(String(describing: failure))")
+        #expect(seconds < 3)
+
+        // The client still works afterwards.
+        let (other, otherCA) = try await startFaultServer(FaultScript(default: .respond(body: "{}")))
+        defer { other.stop() }
+        let response = try await client.perform(faultRequest(other, otherCA))
+        #expect(response.status == 200)
+        await client.shutdown()
+    }
+
+    @Test func alreadyCancelledTaskFailsAtOnce() async throws {
+        let client = CurlClient()
+        let task = Task { () async -> Result<TransferResponse, TransferFailure> in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do throws(TransferFailure) {
+                return .success(try await client.perform(TransferRequest(url: "https://fault.test/", connectTo: ["::127.0.0.1:9"])))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let failure = await expectFailure { () async throws(TransferFailure) in try await task.value.get() }
+        #expect(failure?.kind == .cancelled, "\(String(describing: failure))")
+        await client.shutdown()
+    }
+
+    @Test func shutdownFailsPendingTransfersAndIsIdempotent() async throws {
+        let (server, ca) = try await startFaultServer(FaultScript(default: .stallAfterHeaders()))
+        defer { server.stop() }
+        let client = CurlClient()
+        var request = faultRequest(server, ca)
+        request.maxTime = 30
+        let tasks = (0..<3).map { index in
+            var item = request
+            item.url += "?n=\(index)"
+            return performTask(client, item)
+        }
+        let seen = await waitUntil(timeout: .seconds(10)) { server.requests().count >= 1 }
+        #expect(seen)
+        let (_, seconds) = await measure { await client.shutdown() }
+        #expect(seconds < 3)
+        for task in tasks {
+            let failure = await expectFailure { () async throws(TransferFailure) in try await task.value.get() }
+            #expect(failure?.kind == .cancelled, "\(String(describing: failure))")
+        }
+        await client.shutdown()
+        let late = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
+        #expect(late?.kind == .cancelled)
+    }
+}

@@ -1,0 +1,264 @@
+import AASAFetchTestSupport
+import CurlTransport
+import Foundation
+import Testing
+
+/// A document root and an nginx serving it for several virtual hosts, one per TLS situation.
+struct NginxFixture {
+    static let association = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/*"}]}]}}"#
+
+    let server: NginxServer
+    let ca: TestCA
+    let root: URL
+    let gzippedBody: [UInt8]
+
+    static func start() async throws -> NginxFixture {
+        let ca = try TestCA.shared()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-docroot-\(UUID().uuidString)")
+        let wellKnown = root.appendingPathComponent(".well-known")
+        try FileManager.default.createDirectory(at: wellKnown, withIntermediateDirectories: true)
+        try Data(association.utf8).write(to: wellKnown.appendingPathComponent("apple-app-site-association"))
+        try Data(repeating: UInt8(ascii: "a"), count: 200 * 1024).write(to: root.appendingPathComponent("big.json"))
+        let gzipped = Array(String(repeating: #"{"key":"value"},"#, count: 2000).utf8)
+        try Data(gzipped).write(to: root.appendingPathComponent("gzipped.json"))
+        try Data("{}".utf8).write(to: root.appendingPathComponent("bomb.json"))
+        let bomb = try ChildProcess.run(
+            "/bin/sh", ["-c", "head -c 20000000 /dev/zero | gzip -9 > '\(root.path)/bomb.json.gz'"],
+            timeout: .seconds(30))
+        guard bomb.status == 0 else { throw TestSupportError("cannot make the gzip bomb: \(bomb.standardError)") }
+
+        let valid = try ca.leaf(for: ["aasa.test", "*.aasa.test"])
+        let docroot = root.path
+        let hosts = [
+            NginxVirtualHost(
+                certificate: valid, documentRoot: docroot,
+                directives: [
+                    "add_header X-AASA-Test present always;",
+                    "location = /.well-known/apple-app-site-association { default_type application/json; }",
+                    "location = /redirect { return 301 https://elsewhere.test/.well-known/apple-app-site-association; }",
+                    "location = /gzipped.json { gzip on; gzip_types application/json; gzip_min_length 1; }",
+                    "location = /bomb.json { gzip_static on; }",
+                ]),
+            NginxVirtualHost(certificate: try ca.leaf(for: ["expired.test"], kind: .expired), documentRoot: docroot),
+            NginxVirtualHost(certificate: try ca.leaf(for: ["future.test"], kind: .notYetValid), documentRoot: docroot),
+            NginxVirtualHost(
+                certificate: try ca.leaf(for: ["other.example"]), serverNames: ["wrong.test"], documentRoot: docroot),
+            NginxVirtualHost(certificate: try ca.leaf(for: ["selfsigned.test"], kind: .selfSigned), documentRoot: docroot),
+            NginxVirtualHost(
+                certificate: try ca.leaf(for: ["untrusted.test"], kind: .untrustedIssuer), documentRoot: docroot),
+        ]
+        do {
+            let server = try await NginxServer.start(hosts: hosts)
+            return NginxFixture(server: server, ca: ca, root: root, gzippedBody: gzipped)
+        } catch {
+            try? FileManager.default.removeItem(at: root)
+            throw error
+        }
+    }
+
+    func stop() {
+        server.stop()
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    func request(_ host: String, _ path: String = "/.well-known/apple-app-site-association") -> TransferRequest {
+        TransferRequest(
+            url: "https://\(host)\(path)", caFile: ca.caCertPath, connectTo: [server.connectTo],
+            allowPrivateAddresses: true)
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct NginxTransportTests {
+    @Test func okResponseWithBodyHeadersAndDetails() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        var request = fixture.request("aasa.test")
+        request.userAgent = "AASA-Bot/test"
+        request.collectCertificates = true
+        let response = try await client.perform(request)
+        await client.shutdown()
+
+        #expect(response.status == 200)
+        #expect(response.body == Array(NginxFixture.association.utf8))
+        #expect(response.header("content-type") == "application/json")
+        #expect(response.header("X-AASA-Test") == "present")
+        #expect(response.redirectURL == nil)
+        #expect(response.remoteAddress == "127.0.0.1")
+        #expect(response.remotePort == fixture.server.port)
+        #expect(response.httpVersion == "1.1")
+        #expect(response.timings.total > 0)
+        #expect(response.timings.tlsHandshake >= response.timings.connect)
+        let leaf = try #require(response.certificates.first)
+        #expect(leaf.subjectAltNames == ["aasa.test", "*.aasa.test"])
+        #expect(leaf.subject.contains("aasa.test"))
+        #expect(leaf.issuer.contains("AASA Test Root CA"))
+        #expect(!leaf.notBefore.isEmpty && !leaf.notAfter.isEmpty)
+        let logged = try #require(fixture.server.requests().last)
+        #expect(logged.userAgent == "AASA-Bot/test")
+        #expect(logged.uri == "/.well-known/apple-app-site-association")
+    }
+
+    @Test func notFoundIsAResponse() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        let response = try await client.perform(fixture.request("aasa.test", "/apple-app-site-association"))
+        await client.shutdown()
+        #expect(response.status == 404)
+    }
+
+    @Test func redirectIsReportedNotFollowed() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        let response = try await client.perform(fixture.request("aasa.test", "/redirect"))
+        await client.shutdown()
+        #expect(response.status == 301)
+        #expect(response.redirectURL == "https://elsewhere.test/.well-known/apple-app-site-association")
+        #expect(response.header("Location") == "https://elsewhere.test/.well-known/apple-app-site-association")
+        #expect(fixture.server.requests().map(\.uri) == ["/redirect"])
+    }
+
+    @Test func gzipEncodedBodyIsDecoded() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        let response = try await client.perform(fixture.request("aasa.test", "/gzipped.json"))
+        await client.shutdown()
+        #expect(response.status == 200)
+        #expect(response.header("Content-Encoding") == "gzip")
+        #expect(response.body == fixture.gzippedBody)
+    }
+
+    @Test(arguments: ["/big.json", "/bomb.json"])
+    func tooLargeBodyIsAbortedEarly(path: String) async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        let (failure, seconds) = await measure {
+            await expectFailure { () async throws(TransferFailure) in
+                try await client.perform(fixture.request("aasa.test", path))
+            }
+        }
+        await client.shutdown()
+        #expect(failure?.kind == .tooLarge, "\(String(describing: failure))")
+        #expect(seconds < 5)
+    }
+
+    @Test(arguments: [
+        ("expired.test", TransferFailureKind.tlsExpired),
+        ("future.test", .tlsNotYetValid),
+        ("wrong.test", .tlsHostnameMismatch),
+        ("selfsigned.test", .tlsUntrusted),
+        ("untrusted.test", .tlsUntrusted),
+    ])
+    func certificateProblemsAreClassified(host: String, expected: TransferFailureKind) async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        let failure = await expectFailure { () async throws(TransferFailure) in
+            try await client.perform(fixture.request(host))
+        }
+        await client.shutdown()
+        #expect(failure?.kind == expected, "\(String(describing: failure))")
+        #expect(fixture.server.requests().isEmpty)
+    }
+
+    @Test func systemTrustStoreDoesNotTrustTheTestCA() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        var request = fixture.request("aasa.test")
+        request.caFile = nil
+        let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
+        await client.shutdown()
+        #expect(failure?.kind == .tlsUntrusted, "\(String(describing: failure))")
+    }
+
+    @Test func loopbackIsRefusedWithoutAllowPrivateAddresses() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        var request = fixture.request("aasa.test")
+        request.allowPrivateAddresses = false
+        let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
+        await client.shutdown()
+        #expect(failure?.kind == .privateAddress, "\(String(describing: failure))")
+        #expect(failure?.message.contains("127.0.0.1") == true)
+        #expect(fixture.server.requests().isEmpty)
+    }
+
+    @Test func resolveEntriesWork() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        let request = TransferRequest(
+            url: "https://aasa.test:\(fixture.server.port)/.well-known/apple-app-site-association",
+            caFile: fixture.ca.caCertPath, resolve: ["aasa.test:\(fixture.server.port):127.0.0.1"],
+            allowPrivateAddresses: true)
+        let response = try await client.perform(request)
+        await client.shutdown()
+        #expect(response.status == 200)
+    }
+
+    @Test func http2IsNegotiated() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        var request = fixture.request("aasa.test")
+        request.httpVersion = .http2
+        let response = try await client.perform(request)
+        await client.shutdown()
+        #expect(response.status == 200)
+        #expect(response.httpVersion == "2")
+        #expect(fixture.server.requests().last?.serverProtocol == "HTTP/2.0")
+    }
+
+    @Test(arguments: [HTTPVersion.http1_1, .http2])
+    func hundredConcurrentRequestsComplete(version: HTTPVersion) async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient()
+        var request = fixture.request("aasa.test")
+        request.httpVersion = version
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for index in 0..<100 {
+                var item = request
+                item.url += "?n=\(index)"
+                group.addTask {
+                    do {
+                        return try await client.perform(item).status
+                    } catch {
+                        return -1
+                    }
+                }
+            }
+            var all: [Int] = []
+            for await status in group {
+                all.append(status)
+            }
+            return all
+        }
+        await client.shutdown()
+        #expect(statuses.count == 100)
+        #expect(statuses.allSatisfy { $0 == 200 })
+        let logged = fixture.server.requests()
+        #expect(logged.count == 100)
+        // One connection per host: HTTP/2 multiplexes, HTTP/1.1 reuses the kept-alive connection.
+        #expect(Set(logged.map(\.connection)).count == 1, "connections: \(Set(logged.map(\.connection)))")
+    }
+
+    @Test func closedPortIsAConnectFailure() async throws {
+        let ca = try TestCA.shared()
+        let port = try Loopback.freePort()
+        let client = CurlClient()
+        let request = TransferRequest(
+            url: "https://aasa.test/", caFile: ca.caCertPath, connectTo: ["::127.0.0.1:\(port)"],
+            allowPrivateAddresses: true)
+        let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
+        await client.shutdown()
+        #expect(failure?.kind == .connectFailure, "\(String(describing: failure))")
+    }
+}

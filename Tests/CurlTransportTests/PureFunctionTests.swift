@@ -1,0 +1,135 @@
+import AASAFetchTestSupport
+import CurlTransport
+import Foundation
+import Testing
+
+struct AddressPolicyTests {
+    @Test(arguments: [
+        // IPv4 private, loopback, link-local, CGNAT, documentation, benchmarking, multicast, reserved
+        ("0.0.0.0", true), ("0.1.2.3", true), ("10.0.0.1", true), ("10.255.255.255", true),
+        ("100.64.0.1", true), ("100.127.255.254", true), ("100.128.0.1", false), ("100.63.255.255", false),
+        ("127.0.0.1", true), ("127.10.20.30", true), ("169.254.169.254", true), ("172.16.0.1", true),
+        ("172.31.255.255", true), ("172.32.0.1", false), ("172.15.255.255", false), ("192.0.0.8", true),
+        ("192.0.2.1", true), ("192.88.99.1", true), ("192.168.1.1", true), ("198.18.0.1", true),
+        ("198.19.255.255", true), ("198.20.0.1", false), ("198.51.100.7", true), ("203.0.113.9", true),
+        ("224.0.0.1", true), ("239.255.255.250", true), ("240.0.0.1", true), ("255.255.255.255", true),
+        // IPv4 public
+        ("1.1.1.1", false), ("8.8.8.8", false), ("17.253.144.10", false), ("93.184.216.34", false),
+        ("192.0.1.1", false), ("192.169.0.1", false), ("223.255.255.255", false),
+        // IPv6 reserved
+        ("::", true), ("::1", true), ("[::1]", true), ("fe80::1", true), ("fe80::1%eth0", true),
+        ("fc00::1", true), ("fd12:3456::1", true), ("ff02::1", true), ("fec0::1", true), ("::a00:1", true),
+        ("2001:db8::1", true), ("2001::1", true), ("2001:2::1", true), ("2001:10::1", true),
+        ("3fff::1", true), ("100::1", true), ("64:ff9b:1::1", true),
+        // IPv4-mapped, NAT64 and 6to4 forms
+        ("::ffff:127.0.0.1", true), ("::ffff:10.1.2.3", true), ("::ffff:8.8.8.8", false),
+        ("64:ff9b::192.168.0.1", true), ("64:ff9b::8.8.8.8", false), ("2002:c0a8:0101::1", true),
+        ("2002:0808:0808::1", false),
+        // IPv6 public
+        ("2606:4700:4700::1111", false), ("2a00:1450:4001:82b::200e", false), ("2620:149:af0::10", false),
+        // Not addresses at all: refused
+        ("", true), ("example.com", true), ("127.1", true), ("1.2.3.4.5", true),
+    ])
+    func classifiesAddress(address: String, refused: Bool) {
+        #expect(AddressPolicy.isPrivateOrReserved(address) == refused, "\(address)")
+    }
+}
+
+struct FailureClassifierTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        var code: Int
+        var verify: Int = 0
+        var text: String = ""
+        var tooLarge: Bool = false
+        var refused: Bool = false
+        var expected: TransferFailureKind
+        var testDescription: String { "code \(code) verify \(verify) → \(expected.rawValue)" }
+    }
+
+    @Test(arguments: [
+        Case(code: CurlCode.couldntResolveHost, text: "Could not resolve host: nowhere.invalid", expected: .dnsFailure),
+        Case(code: CurlCode.couldntConnect, text: "Failed to connect", expected: .connectFailure),
+        Case(code: CurlCode.couldntConnect, refused: true, expected: .privateAddress),
+        Case(code: CurlCode.operationTimedOut, text: "Connection timed out after 1001 milliseconds", expected: .timeout),
+        Case(code: CurlCode.peerFailedVerification, verify: 10, expected: .tlsExpired),
+        Case(code: CurlCode.peerFailedVerification, verify: 9, expected: .tlsNotYetValid),
+        Case(code: CurlCode.peerFailedVerification, verify: 2, expected: .tlsUntrusted),
+        Case(code: CurlCode.peerFailedVerification, verify: 18, expected: .tlsUntrusted),
+        Case(code: CurlCode.peerFailedVerification, verify: 19, expected: .tlsUntrusted),
+        Case(code: CurlCode.peerFailedVerification, verify: 20, expected: .tlsUntrusted),
+        Case(code: CurlCode.peerFailedVerification, verify: 21, expected: .tlsUntrusted),
+        Case(code: CurlCode.peerFailedVerification, verify: 27, expected: .tlsUntrusted),
+        Case(code: CurlCode.peerFailedVerification, verify: 62, expected: .tlsHostnameMismatch),
+        Case(
+            code: CurlCode.peerFailedVerification,
+            text: "SSL: no alternative certificate subject name matches target host name 'a.test'",
+            expected: .tlsHostnameMismatch),
+        Case(
+            code: CurlCode.peerFailedVerification,
+            text: "SSL: certificate subject name 'b.test' does not match target host name 'a.test'",
+            expected: .tlsHostnameMismatch),
+        Case(code: CurlCode.peerFailedVerification, verify: 7, expected: .tlsFailure),
+        Case(code: CurlCode.sslCACert, verify: 10, expected: .tlsExpired),
+        Case(code: CurlCode.sslConnectError, verify: 10, expected: .tlsExpired),
+        Case(code: CurlCode.sslConnectError, text: "OpenSSL SSL_connect: SSL_ERROR_SYSCALL", expected: .tlsFailure),
+        Case(code: CurlCode.sslCipher, expected: .tlsFailure),
+        Case(code: CurlCode.sslCACertBadFile, expected: .tlsFailure),
+        Case(code: CurlCode.recvError, expected: .transferFailure),
+        Case(code: CurlCode.sendError, expected: .transferFailure),
+        Case(code: CurlCode.partialFile, expected: .transferFailure),
+        Case(code: CurlCode.gotNothing, expected: .transferFailure),
+        Case(code: CurlCode.http2, expected: .transferFailure),
+        Case(code: CurlCode.http2Stream, expected: .transferFailure),
+        Case(code: CurlCode.writeError, tooLarge: true, expected: .tooLarge),
+        Case(code: CurlCode.writeError, expected: .transferFailure),
+        Case(code: CurlCode.filesizeExceeded, expected: .tooLarge),
+        Case(code: CurlCode.urlMalformat, expected: .invalidRequest),
+        Case(code: CurlCode.unsupportedProtocol, expected: .invalidRequest),
+    ])
+    func classifies(_ item: Case) {
+        let kind = FailureClassifier.classify(
+            curlCode: item.code, tlsVerifyResult: item.verify, errorText: item.text,
+            bodyLimitExceeded: item.tooLarge, refusedPrivateAddress: item.refused)
+        #expect(kind == item.expected)
+    }
+}
+
+struct InvalidRequestTests {
+    @Test(.timeLimit(.minutes(1)), arguments: ["http://127.0.0.1:9/", "ftp://127.0.0.1/file", "not a url"])
+    func rejectsNonHTTPS(url: String) async {
+        let client = CurlClient()
+        defer { _ = client }
+        let failure = await expectFailure { () async throws(TransferFailure) in
+            try await client.perform(TransferRequest(url: url, allowPrivateAddresses: true))
+        }
+        #expect(failure?.kind == .invalidRequest)
+        await client.shutdown()
+    }
+}
+
+struct ClientLifecycleTests {
+    @Test(.timeLimit(.minutes(1)))
+    func shutdownStopsTheLoopThreadAndIsIdempotent() async {
+        for _ in 0..<20 {
+            let client = CurlClient()
+            await client.shutdown()
+            await client.shutdown()
+            let exited = await waitUntil(timeout: .seconds(5), interval: .milliseconds(5)) { client.loopThreadExited }
+            #expect(exited)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func concurrentShutdownsAllReturn() async {
+        let client = CurlClient()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<10 {
+                group.addTask { await client.shutdown() }
+            }
+        }
+        let late = await expectFailure { () async throws(TransferFailure) in
+            try await client.perform(TransferRequest(url: "https://aasa.test/"))
+        }
+        #expect(late?.kind == .cancelled)
+    }
+}
