@@ -161,7 +161,7 @@ struct FetchIntegrationTests {
         #expect(report.domain("good.example.com")?.findingCodes.contains("custom-root") == true)
         let summary = try #require(report["summary"] as? [String: Any])
         #expect(summary["associated"] as? Int == 6)
-        #expect(summary["failed"] as? Int == 13)
+        #expect(summary["failed"] as? Int == 12)
     }
 
     /// Without --allow-private, 127.0.0.1 is refused before any request is sent.

@@ -104,7 +104,6 @@ struct AppleExamplesTests {
         ("W13", restaurant, "https://example.com/fr_CA/poutine/", app, .match),
         ("W13b", restaurant, "https://example.com/fr_CA/t%C3%AAte-de-violon/", app, .match),
         // §6.4 swcutil observations.
-        ("E1", "{}", "https://example.com/", app, .noMatch),
         ("E3", MatcherFixture.components("[]"), "https://example.com/", app, .noMatch),
         ("E4", MatcherFixture.components(##"[{"/":"/search/"}]"##), "https://example.com/search/", app, .match),
         ("E5", MatcherFixture.components(##"[{"#":"nondeeplinking","exclude":true},{"/":"/search/"}]"##),
@@ -135,6 +134,14 @@ struct AppleExamplesTests {
     func example(_ example: ExampleRow) throws {
         let row = example.row
         #expect(try MatcherFixture.decide(row.json, row.url, app: row.app) == row.expected, "\(row.name)")
+    }
+
+    /// §6.4 E1: an empty file `{}` names no service, so it is not an association file and no app opens.
+    @Test func emptyFileOpensNothing() {
+        guard case .notAnAssociationFile = AASADecoder.decode(Array("{}".utf8)) else {
+            Issue.record("{} must not decode as an association file")
+            return
+        }
     }
 
     /// §6.5 D1: the longest wildcard parent comes first.
