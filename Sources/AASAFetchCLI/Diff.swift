@@ -28,6 +28,7 @@ import Foundation
 /// Exit status: 0 no semantic change, 1 changes found, 2 an input is unreadable, not JSON or
 /// not an association file.
 public struct Diff: AsyncParsableCommand {
+    /// The command's name, help and exit-status documentation.
     public static let configuration = CommandConfiguration(
         abstract: "Compare two apple-app-site-association files by meaning.",
         discussion: "Exit status: 0 no change, 1 changes found, 2 an input is unreadable, invalid JSON or not an association file."
@@ -48,6 +49,7 @@ public struct Diff: AsyncParsableCommand {
     /// Creates the command with default values (ArgumentParser fills them).
     public init() {}
 
+    /// Runs the command: writes the report and throws the exit status (1 or 2) when not 0.
     public func run() async throws {
         let report = Self.report(old: old, new: new, read: Lint.readFile)
         let console = Console.standard

@@ -31,6 +31,7 @@ import Foundation
 /// Exit status: 0 no error findings (warnings allowed), 1 at least one error finding,
 /// 2 a file could not be read (takes precedence). `-` reads standard input.
 public struct Lint: AsyncParsableCommand {
+    /// The command's name, help and exit-status documentation.
     public static let configuration = CommandConfiguration(
         abstract: "Check apple-app-site-association files for syntax, structure and semantic problems.",
         discussion: "Exit status: 0 no errors, 1 errors found, 2 a file could not be read. Use - for standard input."
@@ -51,11 +52,13 @@ public struct Lint: AsyncParsableCommand {
     /// Creates the command with default values (ArgumentParser fills them).
     public init() {}
 
+    /// Rejects an empty file list and a non-positive size limit (exit 64).
     public func validate() throws {
         guard !files.isEmpty else { throw ValidationError("Give at least one file.") }
         guard maxSize > 0 else { throw ValidationError("--max-size must be a positive number of bytes.") }
     }
 
+    /// Runs the command: writes the report and throws the exit status (1 or 2) when not 0.
     public func run() async throws {
         let report = Self.report(files: files, options: LintOptions(maxSize: maxSize), read: Self.readFile)
         let console = Console.standard

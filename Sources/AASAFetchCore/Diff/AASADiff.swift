@@ -40,7 +40,8 @@ public struct AASAChange: Sendable, Codable, Hashable {
 ///   `rules-changed` carries the removed rules in `before` and the added ones in `after`, each
 ///   line `N. rule` with N its 1-based position in that app's old or new sequence. A reordering
 ///   shows as a removal and an addition. `paths` ignored because of `components` do not count.
-/// - The `defaults` of the details listing an app (`defaults-changed` with `appID`), the domain
+/// - The `defaults` of the details listing an app that contribute rules, consecutive repeats
+///   collapsed (`defaults-changed` with `appID`, one line per distinct run), the domain
 ///   `applinks.defaults` (`defaults-changed` without `appID`), each substitution variable
 ///   (`variables-changed`).
 ///
@@ -136,8 +137,8 @@ public enum AASADiff {
                     description: "applinks rules for \(app) changed: \(added.count) added, \(removed.count) removed (\(oldRules.count) → \(newRules.count) rules)",
                     before: before.isEmpty ? nil : before, after: after.isEmpty ? nil : after))
         }
-        let oldDefaults = oldDetails.map { Canonical.defaults($0.defaults) }
-        let newDefaults = newDetails.map { Canonical.defaults($0.defaults) }
+        let oldDefaults = Canonical.detailDefaults(oldDetails)
+        let newDefaults = Canonical.detailDefaults(newDetails)
         if oldDefaults != newDefaults {
             changes.append(
                 AASAChange(
@@ -180,6 +181,17 @@ enum Canonical {
         if let c = d?.caseSensitive { parts.append("\"caseSensitive\":\(c)") }
         if let p = d?.percentEncoded { parts.append("\"percentEncoded\":\(p)") }
         return "{" + parts.joined(separator: ",") + "}"
+    }
+
+    /// The `defaults` of the details that contribute rules, consecutive repeats collapsed (so
+    /// splitting or merging details with the same defaults is no change).
+    static func detailDefaults(_ details: [AppLinksDetail]) -> [String] {
+        var result: [String] = []
+        for detail in details where !rules(detail).isEmpty {
+            let text = defaults(detail.defaults)
+            if result.last != text { result.append(text) }
+        }
+        return result
     }
 
     /// The rules a detail contributes, in order: its components, else its paths.

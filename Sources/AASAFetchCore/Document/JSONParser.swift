@@ -12,8 +12,15 @@ public enum JSONParser {
 
     /// Parses a complete JSON text.
     public static func parse(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth) throws(JSONSyntaxError) -> JSONDocument {
-        var scanner = JSONScanner(bytes: bytes, maxDepth: max(1, maxDepth))
-        return try scanner.parseDocument()
+        let result: Result<JSONDocument, JSONSyntaxError> = bytes.withUnsafeBufferPointer { buffer in
+            var scanner = JSONScanner(bytes: buffer, original: bytes, maxDepth: max(1, maxDepth))
+            do throws(JSONSyntaxError) {
+                return .success(try scanner.parseDocument())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 
     /// The line and column of a byte offset in `bytes`, counted the way the parser counts them.
@@ -32,6 +39,10 @@ private enum Byte {
     static let star: UInt8 = 0x2A, apostrophe: UInt8 = 0x27, lessThan: UInt8 = 0x3C
     static let lowerE: UInt8 = 0x65, upperE: UInt8 = 0x45
 
+    static let literals: [([UInt8], JSONValue.Kind)] = [
+        (Array("true".utf8), .bool(true)), (Array("false".utf8), .bool(false)), (Array("null".utf8), .null),
+    ]
+
     static func isDigit(_ b: UInt8) -> Bool { b >= zero && b <= nine }
     static func isWordByte(_ b: UInt8) -> Bool {
         (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || isDigit(b) || b == 0x5F || b == 0x24
@@ -39,7 +50,10 @@ private enum Byte {
 }
 
 struct JSONScanner {
-    let bytes: [UInt8]
+    /// The input, read through a buffer pointer in the hot loops (no retain/release per access).
+    let bytes: UnsafeBufferPointer<UInt8>
+    /// The same input as an array, for error positions.
+    let original: [UInt8]
     let maxDepth: Int
     let count: Int
     var index = 0
@@ -50,8 +64,9 @@ struct JSONScanner {
     var cacheOffset = 0
     var cacheColumn = 1
 
-    init(bytes: [UInt8], maxDepth: Int) {
+    init(bytes: UnsafeBufferPointer<UInt8>, original: [UInt8], maxDepth: Int) {
         self.bytes = bytes
+        self.original = original
         self.maxDepth = maxDepth
         self.count = bytes.count
     }
@@ -172,10 +187,7 @@ struct JSONScanner {
     }
 
     mutating func parseLiteral() throws(JSONSyntaxError) -> JSONValue? {
-        let candidates: [([UInt8], JSONValue.Kind)] = [
-            (Array("true".utf8), .bool(true)), (Array("false".utf8), .bool(false)), (Array("null".utf8), .null),
-        ]
-        for (word, kind) in candidates where matches(word, at: index) {
+        for (word, kind) in Byte.literals where matches(word, at: index) {
             let end = index + word.count
             if end < count, Byte.isWordByte(bytes[end]) { return nil }
             let pos = position(index)
@@ -197,12 +209,13 @@ struct JSONScanner {
         }
         let pos = position(index)
         index += 1
-        var members: [JSONMember] = []
         skipWhitespace()
         if index < count, bytes[index] == Byte.closeBrace {
             index += 1
-            return JSONValue(.object(members), at: pos)
+            return JSONValue(.object([]), at: pos)
         }
+        var members: [JSONMember] = []
+        members.reserveCapacity(4)
         var commaOffset: Int?
         while true {
             skipWhitespace()
@@ -212,7 +225,7 @@ struct JSONScanner {
             let k = bytes[index]
             if k != Byte.quote {
                 if k == Byte.closeBrace, let comma = commaOffset {
-                    let c = Self.locate(comma, in: bytes)
+                    let c = Self.locate(comma, in: original)
                     throw error(.trailingComma, at: index, "trailing comma before '}' (the comma at \(c.line):\(c.column) must go)")
                 }
                 if let e = commentError(at: index) { throw e }
@@ -263,17 +276,18 @@ struct JSONScanner {
         }
         let pos = position(index)
         index += 1
-        var elements: [JSONValue] = []
         skipWhitespace()
         if index < count, bytes[index] == Byte.closeBracket {
             index += 1
-            return JSONValue(.array(elements), at: pos)
+            return JSONValue(.array([]), at: pos)
         }
+        var elements: [JSONValue] = []
+        elements.reserveCapacity(4)
         var commaOffset: Int?
         while true {
             skipWhitespace()
             if index < count, bytes[index] == Byte.closeBracket, let comma = commaOffset {
-                let c = Self.locate(comma, in: bytes)
+                let c = Self.locate(comma, in: original)
                 throw error(.trailingComma, at: index, "trailing comma before ']' (the comma at \(c.line):\(c.column) must go)")
             }
             elements.append(try parseValue(depth: depth))
@@ -305,7 +319,7 @@ struct JSONScanner {
             let b = bytes[j]
             if b == Byte.quote {
                 index = j + 1
-                return String(decoding: bytes[start..<j], as: UTF8.self)
+                return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<j]), as: UTF8.self)
             } else if b == Byte.backslash {
                 return try parseEscapedString(start: start, from: j)
             } else if b < 0x20 {
@@ -423,7 +437,7 @@ struct JSONScanner {
     }
 
     /// The length of the well-formed UTF-8 sequence at `offset` (Unicode table 3-7), or `nil`.
-    static func utf8SequenceLength(_ bytes: [UInt8], at offset: Int) -> Int? {
+    static func utf8SequenceLength<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, at offset: Int) -> Int? where Bytes.Index == Int {
         let b0 = bytes[offset]
         let n = bytes.count
         func cont(_ k: Int, _ lo: UInt8 = 0x80, _ hi: UInt8 = 0xBF) -> Bool {
@@ -488,7 +502,7 @@ struct JSONScanner {
     // MARK: Error helpers
 
     func error(_ kind: JSONSyntaxError.Kind, at offset: Int, _ message: String) -> JSONSyntaxError {
-        let p = Self.locate(offset, in: bytes)
+        let p = Self.locate(offset, in: original)
         return JSONSyntaxError(
             kind: kind, line: p.line, column: p.column, offset: p.offset, message: message, excerpt: excerpt(at: offset))
     }

@@ -118,6 +118,7 @@ public struct JSONValue: Sendable, Hashable {
     /// of each key's first occurrence. Empty for non-objects.
     public var uniqueMembers: [JSONMember] {
         guard let members = objectMembers else { return [] }
+        if !JSONValue.hasDuplicateKeys(members) { return members }
         var index: [String: Int] = [:]
         var result: [JSONMember] = []
         result.reserveCapacity(members.count)
@@ -130,6 +131,20 @@ public struct JSONValue: Sendable, Hashable {
             }
         }
         return result
+    }
+
+    /// Whether any key occurs twice (quadratic scan for small objects, a set for large ones).
+    static func hasDuplicateKeys(_ members: [JSONMember]) -> Bool {
+        if members.count < 2 { return false }
+        if members.count <= 16 {
+            for i in 1..<members.count {
+                for j in 0..<i where members[j].key == members[i].key { return true }
+            }
+            return false
+        }
+        var seen = Set<String>(minimumCapacity: members.count)
+        for member in members where !seen.insert(member.key).inserted { return true }
+        return false
     }
 
     /// A short name of the value's type for messages: `null`, `boolean`, `number`, `string`,
@@ -186,13 +201,13 @@ public struct JSONDocument: Sendable, Hashable {
 public enum JSONPointer {
     /// Escapes one reference token: `~` → `~0`, `/` → `~1`.
     public static func escape(_ token: String) -> String {
-        guard token.contains("~") || token.contains("/") else { return token }
+        guard token.utf8.contains(where: { $0 == 0x7E || $0 == 0x2F }) else { return token }
         return token.replacingAll("~", with: "~0").replacingAll("/", with: "~1")
     }
 
     /// Unescapes one reference token: `~1` → `/`, `~0` → `~` (in that order).
     public static func unescape(_ token: String) -> String {
-        guard token.contains("~") else { return token }
+        guard token.utf8.contains(0x7E) else { return token }
         return token.replacingAll("~1", with: "/").replacingAll("~0", with: "~")
     }
 

@@ -110,12 +110,10 @@ public enum AASALinter {
             linter.semantics(document)
         }
         findings += FindingLocator.locate(linter.findings, in: json.root)
-        let ordered = findings.enumerated().sorted { a, b in
-            let oa = FindingLocator.offset(of: a.element, in: json.root)
-            let ob = FindingLocator.offset(of: b.element, in: json.root)
-            return (oa, a.offset) < (ob, b.offset)
-        }
-        return sizeFindings + ordered.map(\.element)
+        let ordered = findings.enumerated()
+            .map { (offset: FindingLocator.offset(of: $0.element, in: json.root), index: $0.offset, finding: $0.element) }
+            .sorted { ($0.offset, $0.index) < ($1.offset, $1.index) }
+        return sizeFindings + ordered.map(\.finding)
     }
 }
 
@@ -159,6 +157,12 @@ struct Linter {
     mutating func duplicateKeys(_ value: JSONValue, pointer: String) {
         switch value.kind {
         case .object(let members):
+            guard JSONValue.hasDuplicateKeys(members) else {
+                for member in members {
+                    duplicateKeys(member.value, pointer: JSONPointer.appending(pointer, member.key))
+                }
+                return
+            }
             var seen: [String: JSONPosition] = [:]
             for member in members {
                 if let first = seen[member.key] {
@@ -422,14 +426,26 @@ struct Linter {
         }
     }
 
+    /// Upper-case fragments that mark an app ID as a template placeholder.
+    static let placeholderMarkers: [(text: String, bytes: [UInt8])] = [
+        "TEAM_ID", "TEAMID", "TEAM ID", "TEAM-ID", "YOUR_", "YOUR-", "YOURAPP", "TODO", "FIXME", "XXXXXXXXXX", "PLACEHOLDER",
+        "${", "$(", "{{", "<", ">", "%", "PREFIX.", "BUNDLE_ID", "BUNDLEID", "BUNDLE IDENTIFIER",
+    ].map { ($0, Array($0.utf8)) }
+
+    /// Whether `needle` occurs in `haystack`.
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return needle.isEmpty }
+        outer: for start in 0...(haystack.count - needle.count) {
+            for k in 0..<needle.count where haystack[start + k] != needle[k] { continue outer }
+            return true
+        }
+        return false
+    }
+
     /// Checks the shape `PREFIX.bundle.id` (prefix: 10 upper-case letters or digits).
     mutating func checkAppID(_ id: String, at pointer: String) {
-        let upper = id.uppercased()
-        let placeholders = [
-            "TEAM_ID", "TEAMID", "TEAM ID", "TEAM-ID", "YOUR_", "YOUR-", "YOURAPP", "TODO", "FIXME", "XXXXXXXXXX", "PLACEHOLDER",
-            "${", "$(", "{{", "<", ">", "%", "PREFIX.", "BUNDLE_ID", "BUNDLEID", "BUNDLE IDENTIFIER",
-        ]
-        if let marker = placeholders.first(where: { upper.contains($0) }) {
+        let upper = id.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }
+        if let marker = Self.placeholderMarkers.first(where: { Self.contains(upper, $0.bytes) })?.text {
             add(
                 "app-id-placeholder", .error, "app ID \"\(id)\" is a template placeholder (contains \"\(marker)\"), not a real app ID",
                 at: pointer, fix: "Replace it with the app's ID: its 10-character App ID prefix (Team ID), a dot and its bundle ID.")
@@ -570,7 +586,7 @@ struct Linter {
 
     mutating func componentRules(_ components: [ComponentRule], detail: AppLinksDetail, applinks: AppLinks) {
         var catchAll: String?
-        var earlier: [(key: ComponentRule, pointer: String)] = []
+        var earlier: [ComponentRule: String] = [:]
         for rule in components {
             if rule.path == nil, rule.query == nil, rule.fragment == nil {
                 add(
@@ -587,12 +603,12 @@ struct Linter {
                 add(
                     "unreachable-rule", .warning, "this component can never decide: the component at \(c) matches every URL first",
                     at: rule.location, fix: "Move it before \(c), or remove it.")
-            } else if let same = earlier.first(where: { $0.key == key }) {
+            } else if let same = earlier[key] {
                 add(
-                    "unreachable-rule", .warning, "this component can never decide: the component at \(same.pointer) has the same patterns and comes first",
+                    "unreachable-rule", .warning, "this component can never decide: the component at \(same) has the same patterns and comes first",
                     at: rule.location, fix: "Remove the repeated component.")
             }
-            earlier.append((key, rule.location))
+            if earlier[key] == nil { earlier[key] = rule.location }
             if catchAll == nil, Self.isCatchAll(rule) { catchAll = rule.location }
             let percentEncoded = rule.options.percentEncoded ?? detail.defaults?.percentEncoded ?? applinks.defaults?.percentEncoded ?? true
             for pattern in Self.patterns(of: rule) {
@@ -665,7 +681,7 @@ struct Linter {
 
     mutating func pathChecks(_ text: String, pointer: String, legacy: Bool) {
         let kind = legacy ? "legacy path" : "\"/\" path pattern"
-        if text.contains("#") {
+        if text.utf8.contains(0x23) {
             add(
                 "fragment-in-path", .error,
                 "the \(kind) \"\(text)\" contains '#': the path a device matches never includes the fragment, so this never matches what it means",

@@ -1,0 +1,133 @@
+import AASAFetchCore
+import Testing
+
+struct DiffTests {
+    func doc(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> AASADocument {
+        try #require(AASADecoder.decode(Array(text.utf8)).document, sourceLocation: sourceLocation)
+    }
+
+    func diff(_ old: String, _ new: String) throws -> [AASAChange] {
+        AASADiff.changes(from: try doc(old), to: try doc(new))
+    }
+
+    @Test func formattingKeyOrderCommentsAndDetailsFormAreIgnored() throws {
+        let a = #"{"applinks":{"details":[{"appID":"ABCDE12345.a.b","components":[{"/":"/x","comment":"one","?":{"b":"2","a":"1"}}]}]}}"#
+        let b = """
+            {
+              "applinks": {
+                "details": [
+                  { "components": [ { "?": {"a": "1", "b": "2"}, "comment": "two", "/": "/x" } ],
+                    "appIDs": ["ABCDE12345.a.b"] }
+                ]
+              }
+            }
+            """
+        #expect(try diff(a, b).isEmpty)
+        let dictionary = #"{"applinks":{"apps":[],"details":{"ABCDE12345.a.b":{"paths":["/p/*"]}}}}"#
+        let array = #"{"applinks":{"details":[{"appID":"ABCDE12345.a.b","paths":["/p/*"]}]}}"#
+        #expect(try diff(dictionary, array).isEmpty)
+        // Ignored paths (components present) do not count.
+        let withPaths = #"{"applinks":{"details":[{"appID":"ABCDE12345.a.b","paths":["/old"],"components":[{"/":"/x","?":{"a":"1","b":"2"}}]}]}}"#
+        #expect(try diff(a, withPaths).isEmpty)
+    }
+
+    @Test func servicesAddedAndRemoved() throws {
+        let changes = try diff(
+            #"{"applinks":{"details":[]},"activitycontinuation":{"apps":["ABCDE12345.a.b"]}}"#,
+            #"{"applinks":{"details":[]},"webcredentials":{"apps":["ABCDE12345.a.b","ABCDE12345.a.c"]}}"#)
+        #expect(
+            changes == [
+                AASAChange(
+                    kind: "service-added", service: .webcredentials, description: "service webcredentials added with 2 app IDs",
+                    after: "ABCDE12345.a.b\nABCDE12345.a.c"),
+                AASAChange(
+                    kind: "service-removed", service: .activitycontinuation,
+                    description: "service activitycontinuation removed (it listed 1 app ID)", before: "ABCDE12345.a.b"),
+            ])
+    }
+
+    @Test func appsAddedAndRemovedPerService() throws {
+        let changes = try diff(
+            #"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b","ABCDE12345.a.z"],"paths":["*"]}]},"webcredentials":{"apps":["ABCDE12345.w.1"]}}"#,
+            #"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.c","ABCDE12345.a.b"],"paths":["*"]}]},"webcredentials":{"apps":["ABCDE12345.w.2"]}}"#)
+        #expect(changes.map { "\($0.kind) \($0.service?.name ?? "") \($0.appID ?? "")" } == [
+            "app-removed applinks ABCDE12345.a.z",
+            "app-added applinks ABCDE12345.a.c",
+            "app-removed webcredentials ABCDE12345.w.1",
+            "app-added webcredentials ABCDE12345.w.2",
+        ])
+    }
+
+    @Test func rulesChangedShowsRemovedAndAddedRules() throws {
+        let old = ##"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"#":"no","exclude":true},{"/":"/buy/*"},{"/":"/help/*"}]}]}}"##
+        let new = ##"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"#":"no","exclude":true},{"/":"/shop/*","caseSensitive":false},{"/":"/help/*"},{"?":"x=1"}]}]}}"##
+        let changes = try diff(old, new)
+        #expect(
+            changes == [
+                AASAChange(
+                    kind: "rules-changed", service: .applinks, appID: "ABCDE12345.a.b",
+                    description: "applinks rules for ABCDE12345.a.b changed: 2 added, 1 removed (3 → 4 rules)",
+                    before: #"2. {"/":"/buy/*"}"#,
+                    after: "2. {\"/\":\"/shop/*\",\"caseSensitive\":false}\n4. {\"?\":\"x=1\"}"),
+            ])
+    }
+
+    @Test func reorderingIsAChange() throws {
+        let old = #"{"applinks":{"details":[{"appID":"ABCDE12345.a.b","paths":["NOT /a","*"]}]}}"#
+        let new = #"{"applinks":{"details":[{"appID":"ABCDE12345.a.b","paths":["*","NOT /a"]}]}}"#
+        let changes = try diff(old, new)
+        #expect(changes.count == 1)
+        #expect(changes.first?.kind == "rules-changed")
+        #expect(changes.first?.before == #"1. path "NOT /a""#)
+        #expect(changes.first?.after == #"2. path "NOT /a""#)
+    }
+
+    @Test func defaultsAndVariables() throws {
+        let old = #"{"applinks":{"defaults":{"caseSensitive":false},"substitutionVariables":{"a":["1"],"gone":["x"]},"details":[{"appID":"ABCDE12345.a.b","components":[{"/":"/x"}]}]}}"#
+        let new = #"{"applinks":{"substitutionVariables":{"a":["1","2"],"new":[]},"details":[{"appID":"ABCDE12345.a.b","defaults":{"percentEncoded":false},"components":[{"/":"/x"}]}]}}"#
+        let changes = try diff(old, new)
+        #expect(
+            changes == [
+                AASAChange(kind: "defaults-changed", service: .applinks, description: "applinks.defaults changed", before: #"{"caseSensitive":false}"#, after: "{}"),
+                AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"a\" changed", before: #"["1"]"#, after: #"["1","2"]"#),
+                AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"gone\" removed", before: #"["x"]"#),
+                AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"new\" added", after: "[]"),
+                AASAChange(
+                    kind: "defaults-changed", service: .applinks, appID: "ABCDE12345.a.b", description: "detail defaults for ABCDE12345.a.b changed",
+                    before: "{}", after: #"{"percentEncoded":false}"#),
+            ])
+    }
+
+    @Test func rulesSplitAcrossDetailsCompareAsOneSequence() throws {
+        let split = #"{"applinks":{"details":[{"appID":"ABCDE12345.a.b","components":[{"/":"/a"}]},{"appID":"ABCDE12345.a.b","components":[{"/":"/b"}]}]}}"#
+        let merged = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"/":"/a"},{"/":"/b"}]}]}}"#
+        #expect(try diff(split, merged).isEmpty)
+    }
+
+    @Test func deterministicAndCodable() throws {
+        let old = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.z","ABCDE12345.a","ABCDE12345.m"],"paths":["/1"]}]},"appclips":{"apps":["ABCDE12345.c"]}}"#
+        let new = #"{"appclips":{"apps":["ABCDE12345.d"]},"applinks":{"details":[{"appIDs":["ABCDE12345.m","ABCDE12345.a","ABCDE12345.y"],"paths":["/2"]}]},"authsrv":{"apps":[]}}"#
+        let first = try diff(old, new)
+        for _ in 0..<5 { #expect(try diff(old, new) == first) }
+        #expect(first.map(\.kind) == [
+            "service-added",
+            "app-removed", "app-added", "rules-changed", "rules-changed",
+            "app-removed", "app-added",
+        ])
+        #expect(first.map { $0.appID ?? "" } == ["", "ABCDE12345.z", "ABCDE12345.y", "ABCDE12345.a", "ABCDE12345.m", "ABCDE12345.c", "ABCDE12345.d"])
+        let encoded = try JSONEncoderHelper.encode(first)
+        #expect(encoded.contains(#""kind":"service-added""#))
+        #expect(encoded.contains(#""service":"authsrv""#))
+        #expect(!encoded.contains(#""appID":null"#))
+    }
+}
+
+import Foundation
+
+enum JSONEncoderHelper {
+    static func encode<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
