@@ -65,7 +65,7 @@ extension AASAFetchCommand {
             let fileApps: [String]
             do {
                 urls = try allURLs()
-                (matcher, fileApps) = try await makeMatcher(console: console)
+                (matcher, fileApps) = try await makeMatcher(urls: urls, console: console)
             } catch let failure as CommandFailure {
                 console.err("aasa-fetch: \(failure.code): \(failure.message)")
                 throw ExitStatus.cannotRun
@@ -98,15 +98,12 @@ extension AASAFetchCommand {
             case .noMatch: word = console.paint("no_match", .red)
             }
             console.out("\(word) \(explanation.url)  \(explanation.appID)")
-            var place: [String] = []
-            if let host = explanation.host { place.append(host) }
-            if let detail = explanation.detail { place.append("detail \(detail)") }
-            if let component = explanation.component { place.append("\(component.kind) \(component.index) \(component.rule)") }
-            if !place.isEmpty { console.out("    at \(place.joined(separator: ", "))") }
             console.out("    \(explanation.reason)")
             if let nearest = explanation.nearest {
-                console.out("    nearest: \(nearest.host.map { "\($0), " } ?? "")detail \(nearest.detail), \(nearest.component.kind) \(nearest.component.index) \(nearest.component.rule)")
-                for failure in nearest.failures { console.out("      \(failure.summary)") }
+                console.out("    nearest rule: \(nearest.host.map { "\($0), " } ?? "")detail \(nearest.detail), \(nearest.component.kind) \(nearest.component.index): \(nearest.component.rule)")
+                for failure in nearest.failures where !explanation.reason.contains(failure.summary) {
+                    console.out("      \(failure.summary)")
+                }
             }
         }
 
@@ -141,7 +138,7 @@ extension AASAFetchCommand {
         }
 
         /// Builds the matcher and the list of apps the files name for applinks.
-        private func makeMatcher(console: Console) async throws -> (URLMatcher, [String]) {
+        private func makeMatcher(urls: [String], console: Console) async throws -> (URLMatcher, [String]) {
             if let aasa {
                 let data: Data
                 do {
@@ -151,7 +148,8 @@ extension AASAFetchCommand {
                 }
                 let document = try Self.decode([UInt8](data), name: aasa)
                 let compiled = CompiledAssociation(document: document)
-                let hosts = host.map { [$0.lowercased()] } ?? (try allURLs()).compactMap { URLParts($0)?.host }
+                var hosts = host.map { [$0.lowercased()] } ?? urls.compactMap { URLParts($0)?.host }
+                hosts = Array(Set(hosts)).sorted()
                 var files: [String: CompiledAssociation] = [:]
                 for host in hosts { files[host] = compiled }
                 return (URLMatcher(entitlementDomains: hosts.map { "applinks:\($0)" }, files: files), document.appIDs(for: .applinks))

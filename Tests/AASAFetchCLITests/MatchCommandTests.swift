@@ -1,0 +1,107 @@
+import AASAFetchTestSupport
+import Foundation
+import Testing
+
+/// `aasa-fetch match` end to end through the built binary.
+@Suite(.timeLimit(.minutes(2)))
+struct MatchCommandTests {
+    /// Every conformance case, fed through the line protocol of ../shared/conformance/README.md.
+    @Test func conformanceCasesThroughTheLineProtocol() throws {
+        let data = try Data(contentsOf: TestPaths.conformanceCases)
+        let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let cases = try #require(root["matching"] as? [[String: Any]])
+        #expect(cases.count >= 96)
+        var lines: [String] = []
+        for (index, item) in cases.enumerated() {
+            let request: [String: Any] = [
+                "id": index, "aasa": item["aasa"] ?? NSNull(), "domain": item["domain"] ?? "",
+                "appId": item["appId"] ?? "", "url": item["url"] ?? "",
+            ]
+            lines.append(String(decoding: try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys]), as: UTF8.self))
+        }
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("cases-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: input) }
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: input)
+
+        let result = try ToolRunner.run(["match", "--cases", input.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        var decisions: [Int: String] = [:]
+        for line in result.stdout.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            decisions[try #require(object["id"] as? Int)] = object["decision"] as? String
+        }
+        #expect(decisions.count == cases.count)
+        for (index, item) in cases.enumerated() {
+            #expect(decisions[index] == item["expect"] as? String, "\(item["name"] ?? index)")
+        }
+    }
+
+    /// A bad line gets an error answer and the others still get theirs.
+    @Test func badLinesAreAnsweredWithAnError() throws {
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: input) }
+        try Data("""
+            {"id": 1, "aasa": {"applinks": {"details": [{"appIDs": ["ABCDE12345.a.b"], "components": [{"/": "/x"}]}]}}, "domain": "example.com", "appId": "ABCDE12345.a.b", "url": "https://example.com/x"}
+            not json
+            {"id": 3, "aasa": [], "domain": "example.com", "appId": "ABCDE12345.a.b", "url": "https://example.com/x"}
+
+            """.utf8).write(to: input)
+        let result = try ToolRunner.run(["match", "--cases", input.path])
+        #expect(result.status == 1)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[0] == #"{"decision":"match","id":1}"#)
+        #expect(lines[1].contains("\"error\":\"invalid-line"))
+        #expect(lines[2].contains("not-an-association-file"))
+    }
+
+    /// `--aasa` with `--json`: one explanation per URL and app, with where it was decided.
+    @Test func explainsAsJSONLines() throws {
+        let file = TestPaths.repository.appendingPathComponent("examples/site/example.com/.well-known/apple-app-site-association")
+        let result = try ToolRunner.run([
+            "match", "https://example.com/buy/42", "https://example.com/help/website/a", "https://example.com/other",
+            "--aasa", file.path, "--app-id", "ABCDE12345.com.example.app", "--json",
+        ])
+        #expect(result.status == 1)
+        let objects = try result.stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(objects.map { $0["decision"] as? String } == ["match", "exclude", "no_match"])
+        #expect(objects[0]["host"] as? String == "example.com")
+        #expect(objects[0]["detail"] as? Int == 0)
+        #expect((objects[0]["component"] as? [String: Any])?["index"] as? Int == 1)
+        #expect(objects[0]["appID"] as? String == "ABCDE12345.com.example.app")
+        #expect(objects[2]["nearest"] != nil)
+    }
+
+    /// `--entitlements`: the files are downloaded (exact host, then the wildcard parent) and matched.
+    @Test func matchesAgainstDownloadedFiles() async throws {
+        let ca = try TestCA.shared()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("match-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        func site(_ host: String, _ json: String) throws -> String {
+            let dir = root.appendingPathComponent(host)
+            try FileManager.default.createDirectory(at: dir.appendingPathComponent(".well-known"), withIntermediateDirectories: true)
+            try Data(json.utf8).write(to: dir.appendingPathComponent(".well-known/apple-app-site-association"))
+            return dir.path
+        }
+        let leaf = try ca.leaf(for: ["example.com", "www.example.com"])
+        let nginx = try await NginxServer.start(hosts: [
+            NginxVirtualHost(certificate: leaf, serverNames: ["www.example.com"],
+                             documentRoot: try site("www.example.com", #"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"/":"/www-only/*"}]}]}}"#)),
+            NginxVirtualHost(certificate: leaf, serverNames: ["example.com"],
+                             documentRoot: try site("example.com", #"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"/":"/parent/*"}]}]}}"#)),
+        ], http2: false)
+        defer { nginx.stop() }
+        let network = ["--cacert", ca.caCertPath, "--connect-to", nginx.connectTo, "--allow-private", "--retry-delays", ""]
+        let result = try ToolRunner.run(["match", "https://www.example.com/www-only/1", "https://www.example.com/parent/1",
+                                         "https://www.example.com/none", "--domain", "applinks:www.example.com",
+                                         "--domain", "applinks:*.example.com", "--json"] + network)
+        let objects = try result.stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(objects.map { $0["decision"] as? String } == ["match", "match", "no_match"], "\(result.stderr)")
+        #expect(objects.map { $0["host"] as? String } == ["www.example.com", "example.com", nil])
+        #expect(result.status == 1)
+    }
+}
