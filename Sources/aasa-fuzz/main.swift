@@ -1,7 +1,10 @@
-// Seeded random fuzz driver for the pattern compiler, the URL splitter and the matcher.
-// It must never crash (a crash is the failure signal); it also checks two invariants.
-//   swift run -c release aasa-fuzz [iterations] [seed]
+// Seeded random fuzz driver for the file decoder, the linter, the pattern compiler, the URL
+// splitter and the matcher. It must never crash (a crash is the failure signal); it also checks
+// two invariants of the matcher.
+//   swift run -c release aasa-fuzz [iterations] [seed] [corpus-dir]
+// The decoder phase mutates every file of corpus-dir (default ../shared/corpus/aasa) bytewise.
 import AASAFetchCore
+import Foundation
 
 /// SplitMix64, so a run is reproducible from its seed.
 struct Generator: RandomNumberGenerator {
@@ -89,7 +92,46 @@ for iteration in 0..<iterations {
         }
     }
 }
-print("aasa-fuzz: \(iterations) iterations, seed \(seed), \(matches) matches, no crash")
+// Decoder phase: byte-level mutations of real files through the decoder, linter and matcher.
+let corpusPath = arguments.count > 3 ? arguments[3] : "../shared/corpus/aasa"
+let corpusFiles: [[UInt8]] = ((try? FileManager.default.contentsOfDirectory(atPath: corpusPath)) ?? []).sorted().compactMap {
+    FileManager.default.contents(atPath: corpusPath + "/" + $0).map { [UInt8]($0) }
+}
+var decoded = 0
+let tokens: [[UInt8]] = ["{", "}", "[", "]", ",", ":", "\"", "\\u", "\\uD800", "null", "true", "1e999", "-0", "\u{FEFF}",
+                         "\"appIDs\"", "\"components\"", "\"paths\"", "\"/\"", "\"?\"", "\"#\"", "\"$(\"", "\"*\"", "\u{0}", "\u{FF}"]
+    .map { Array($0.utf8) }
+for iteration in 0..<(corpusFiles.isEmpty ? 0 : iterations / 4) {
+    var bytes = random.pick(corpusFiles)
+    for _ in 0..<Int.random(in: 1...3, using: &random) {
+        guard !bytes.isEmpty else { break }
+        let at = Int.random(in: 0..<bytes.count, using: &random)
+        switch Int.random(in: 0...19, using: &random) {
+        case 0: bytes = Array(bytes.prefix(at))
+        case 1...4: bytes[at] = UInt8.random(in: 0...255, using: &random)
+        case 5...7: bytes.remove(at: at)
+        case 8...13:
+            // A character inside a string: keeps the JSON valid more often and reaches the decoder.
+            if let quote = bytes[at...].firstIndex(of: UInt8(ascii: "\"")), quote + 1 < bytes.count {
+                bytes.insert(random.pick(Array("*?/$()%#aZ".utf8)), at: quote + 1)
+            }
+        case 14...16: bytes.insert(contentsOf: random.pick(tokens), at: at)
+        default: bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + 64)], at: at)
+        }
+    }
+    _ = AASALinter.lint(bytes)
+    if case .document(let document, _) = AASADecoder.decode(bytes) {
+        decoded += 1
+        let compiled = CompiledAssociation(document: document)
+        for appID in document.appIDs(for: .applinks).prefix(2) {
+            let url = random.pick(prefixes) + random.text(urlPieces, maxPieces: 8)
+            if compiled.decide(url: url, appID: appID).decision != compiled.explain(url: url, appID: appID).decision {
+                exitProcess("MISMATCH in decoder phase, seed \(seed) iteration \(iteration): \(url)")
+            }
+        }
+    }
+}
+print("aasa-fuzz: \(iterations) iterations, seed \(seed), \(matches) matches; \(iterations / 4) mutated files from \(corpusFiles.count), \(decoded) decoded; no crash")
 
 func exitProcess(_ message: String) -> Never {
     fatalError("fuzz invariant violated: " + message)
