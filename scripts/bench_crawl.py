@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Crawl benchmark: aasa-fetch against `curl --parallel` over the same N hosts, same concurrency.
+
+Starts nginx on 127.0.0.1 with a wildcard certificate from a throwaway test CA, generates N host
+names (h1.bench.test …) that all reach it through --connect-to (no DNS), and runs, for every N and
+C, both tools over the same URLs. Prints hosts per second, CPU seconds per host and peak RSS of
+each, and the ratios (aasa-fetch / curl for speed, curl / aasa-fetch for memory).
+
+Usage: scripts/bench-crawl [--sizes 2000,20000] [--concurrency 16,64,256] [--binary PATH] [--extra ARG]...
+"""
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+APP = "ABCDE12345.com.example.app"
+BODY = ('{"applinks":{"details":[{"appIDs":["%s"],"components":[{"/":"/buy/*"},{"/":"/help/*","?":{"articleNumber":"????"}}]}]},'
+        '"webcredentials":{"apps":["%s"]}}' % (APP, APP))
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+
+
+def measure(cmd, stdout_path):
+    """Runs cmd; returns (wall seconds, cpu seconds, peak RSS KiB, exit status)."""
+    with open(stdout_path, "wb") as out:
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="2000,20000")
+    ap.add_argument("--concurrency", default="16,64,256")
+    ap.add_argument("--binary", default=".build/release/aasa-fetch")
+    ap.add_argument("--extra", action="append", default=[], help="extra aasa-fetch argument")
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    levels = [int(x) for x in args.concurrency.split(",")]
+    curl = shutil.which("curl")
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not curl or not os.path.exists(nginx):
+        sys.exit("bench-crawl needs curl and nginx (scripts/install-deps)")
+
+    work = tempfile.mkdtemp(prefix="aasa-bench-")
+    nginx_proc = None
+    try:
+        # Test CA and a wildcard certificate for *.bench.test.
+        run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+             "-subj", "/CN=bench CA", "-keyout", f"{work}/ca.key", "-out", f"{work}/ca.pem"])
+        run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=bench.test",
+             "-keyout", f"{work}/site.key", "-out", f"{work}/site.csr"])
+        with open(f"{work}/ext.cnf", "w") as f:
+            f.write("subjectAltName=DNS:*.bench.test,DNS:bench.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        run(["openssl", "x509", "-req", "-in", f"{work}/site.csr", "-CA", f"{work}/ca.pem", "-CAkey", f"{work}/ca.key",
+             "-CAcreateserial", "-days", "2", "-extfile", f"{work}/ext.cnf", "-out", f"{work}/site.pem"])
+        os.makedirs(f"{work}/root/.well-known")
+        with open(f"{work}/root/.well-known/apple-app-site-association", "w") as f:
+            f.write(BODY)
+        port = free_port()
+        os.makedirs(f"{work}/logs")
+        user = "user root;" if os.getuid() == 0 else ""
+        with open(f"{work}/nginx.conf", "w") as f:
+            f.write(f"""{user}
+daemon off; worker_processes 1; error_log {work}/logs/error.log warn; pid {work}/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off; default_type application/json;
+  client_body_temp_path {work}/body; proxy_temp_path {work}/proxy; fastcgi_temp_path {work}/fcgi;
+  uwsgi_temp_path {work}/uwsgi; scgi_temp_path {work}/scgi;
+  server {{
+    listen 127.0.0.1:{port} ssl backlog=4096; server_name _;
+    ssl_certificate {work}/site.pem; ssl_certificate_key {work}/site.key;
+    ssl_session_cache shared:SSL:10m;
+    root {work}/root;
+  }}
+}}
+""")
+        nginx_proc = subprocess.Popen([nginx, "-p", work, "-c", f"{work}/nginx.conf"], stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+
+        print(f"nginx on 127.0.0.1:{port} (1 worker), {os.cpu_count()} cores; file {len(BODY)} bytes; "
+              f"curl {subprocess.run([curl, '--version'], capture_output=True, text=True).stdout.split()[1]}")
+        header = f"{'N':>6} {'C':>4} | {'tool':<10} {'hosts/s':>9} {'cpu ms/host':>11} {'peak RSS MiB':>12} {'ok':>6} | {'speed x':>7} {'mem x':>6}"
+        print(header)
+        print("-" * len(header))
+        for n in sizes:
+            hosts = [f"h{i}.bench.test" for i in range(1, n + 1)]
+            domains = f"{work}/domains-{n}.txt"
+            with open(domains, "w") as f:
+                f.write("\n".join(hosts) + "\n")
+            curl_config = f"{work}/curl-{n}.cfg"
+            with open(curl_config, "w") as f:
+                for h in hosts:
+                    f.write(f'url = "https://{h}/.well-known/apple-app-site-association"\noutput = "/dev/null"\n')
+            for c in levels:
+                ours_cmd = [args.binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
+                            "--connect-to", f"::127.0.0.1:{port}", "--allow-private", "--concurrency", str(c),
+                            "--retry-delays", "", "--quiet", "--json"] + args.extra
+                ours = measure(ours_cmd, f"{work}/ours.json")
+                ok_ours = count_ok(f"{work}/ours.json")
+                curl_cmd = [curl, "--parallel", "--parallel-max", str(c), "--http1.1", "-s", "-A", "AASA-Bot/1.0.0",
+                            "--cacert", f"{work}/ca.pem", "--connect-to", f"::127.0.0.1:{port}",
+                            "-w", "%{http_code}\\n", "-K", curl_config]
+                theirs = measure(curl_cmd, f"{work}/curl.out")
+                ok_curl = sum(1 for line in open(f"{work}/curl.out") if line.strip() == "200")
+                speed = (n / ours[0]) / (n / theirs[0])
+                mem = theirs[2] / ours[2]
+                print(f"{n:>6} {c:>4} | {'aasa-fetch':<10} {n / ours[0]:>9.0f} {1000 * ours[1] / n:>11.3f} {ours[2] / 1024:>12.1f} {ok_ours:>6} | {speed:>7.2f} {mem:>6.2f}")
+                print(f"{'':>6} {'':>4} | {'curl':<10} {n / theirs[0]:>9.0f} {1000 * theirs[1] / n:>11.3f} {theirs[2] / 1024:>12.1f} {ok_curl:>6} |")
+                sys.stdout.flush()
+    finally:
+        if nginx_proc:
+            nginx_proc.terminate()
+            try:
+                nginx_proc.wait(5)
+            except subprocess.TimeoutExpired:
+                nginx_proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def count_ok(path):
+    import json
+    try:
+        with open(path) as f:
+            report = json.load(f)
+        return sum(1 for d in report.get("domains", []) if d.get("code") == "ok")
+    except Exception:
+        return -1
+
+
+if __name__ == "__main__":
+    main()
