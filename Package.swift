@@ -19,10 +19,12 @@ let package = Package(
         // MARK: - C system libraries (only CurlTransport and IDNA import them)
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CIDN2", pkgConfig: "libidn2", providers: [.apt(["libidn2-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // MARK: - Swift wrappers over C (the only modules that see C types)
         .target(name: "CurlTransport", dependencies: ["CCurl"]),
         .target(name: "IDNA", dependencies: ["CIDN2"]),
+        .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
 
         // MARK: - Core library: entitlements, file model, matching, fetching (no C types)
         .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA"]),
@@ -42,6 +44,7 @@ let package = Package(
             path: "Tests/AASAFetchTestSupport",
             resources: [.copy("Resources")]
         ),
+        .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "AASAFetchTestSupport"]),
         .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "AASAFetchTestSupport"]),
         .testTarget(name: "AASAFetchCoreTests", dependencies: ["AASAFetchCore", "AASAFetchTestSupport"]),
         .testTarget(

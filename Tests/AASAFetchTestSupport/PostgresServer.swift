@@ -1,0 +1,118 @@
+import Foundation
+import Synchronization
+
+/// A real PostgreSQL server for tests: a fresh cluster in a temp folder, listening on 127.0.0.1 at
+/// a free port with trust authentication, started with `pg_ctl` (as the `postgres` user when the
+/// tests run as root, since the server refuses to run as root) and stopped with `stop()`.
+public final class PostgresServer: Sendable {
+    /// The port on 127.0.0.1.
+    public let port: Int
+    /// The cluster's folder.
+    public let directory: URL
+    private let process: Mutex<Process?>
+
+    /// A libpq URL for the `postgres` database.
+    public var url: String { "postgresql://postgres@127.0.0.1:\(port)/postgres?connect_timeout=5" }
+
+    private init(port: Int, directory: URL, process: Process) {
+        self.port = port
+        self.directory = directory
+        self.process = Mutex(process)
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// The newest installed server's `bin` folder, e.g. `/usr/lib/postgresql/15/bin`.
+    public static var binDirectory: String? {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap { Int($0) }.sorted()
+        guard let newest = versions.last else { return nil }
+        let bin = "\(root)/\(newest)/bin"
+        return FileManager.default.isExecutableFile(atPath: "\(bin)/pg_ctl") ? bin : nil
+    }
+
+    /// Creates a cluster and starts the server; waits (bounded) until it accepts connections.
+    /// - Throws: ``TestSupportError`` when PostgreSQL is not installed or does not start.
+    public static func start() async throws -> PostgresServer {
+        guard let bin = binDirectory else {
+            throw TestSupportError("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/pg_ctl); run scripts/install-deps")
+        }
+        let root = getuid() == 0
+        let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("aasa-pg-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        if root {
+            let chown = try ChildProcess.run("/bin/chown", ["-R", "postgres:postgres", directory.path], timeout: .seconds(10))
+            guard chown.status == 0 else { throw TestSupportError("chown failed: \(chown.standardError)") }
+        }
+        func run(_ tool: String, _ arguments: [String], timeout: Duration = .seconds(60)) throws -> ChildProcess.Output {
+            if root {
+                return try ChildProcess.run("/usr/sbin/runuser", ["-u", "postgres", "--", "\(bin)/\(tool)"] + arguments, timeout: timeout)
+            }
+            return try ChildProcess.run("\(bin)/\(tool)", arguments, timeout: timeout)
+        }
+        let data = directory.appendingPathComponent("data").path
+        let initdb = try run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"])
+        guard initdb.status == 0 else { throw TestSupportError("initdb failed: \(initdb.standardError)") }
+        var lastError = ""
+        for _ in 0..<5 {
+            let port = try Loopback.freePort()
+            // The server runs in the foreground (as nginx does in NginxServer): a daemonised one keeps
+            // an inherited descriptor open and Foundation's Process never sees pg_ctl exit. setpriv
+            // execs, so the child's pid is the server's own.
+            let server = ["\(bin)/postgres", "-D", data, "-p", "\(port)", "-h", "127.0.0.1", "-k", directory.path,
+                          "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=60", "-c", "shared_buffers=16MB"]
+            let process = Process()
+            if root {
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+                process.arguments = ["--reuid=postgres", "--regid=postgres", "--init-groups", "--"] + server
+            } else {
+                process.executableURL = URL(fileURLWithPath: server[0])
+                process.arguments = Array(server.dropFirst())
+            }
+            let log = directory.appendingPathComponent("log-\(port)")
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            let logHandle = try FileHandle(forWritingTo: log)
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = logHandle
+            process.standardError = logHandle
+            try process.run()
+            try? logHandle.close()
+            _ = ChildProcess.startWatchdog(for: process.processIdentifier, removing: directory)
+            let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+            var ready = false
+            while process.isRunning, ContinuousClock.now < deadline {
+                if (try? String(contentsOf: log, encoding: .utf8))?.contains("ready to accept connections") == true,
+                   Loopback.accepts(port: port) {
+                    ready = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            if ready {
+                return PostgresServer(port: port, directory: directory, process: process)
+            }
+            lastError = (try? String(contentsOf: log, encoding: .utf8)) ?? "no log"
+            ChildProcess.terminate(process, grace: .seconds(3))
+        }
+        try? FileManager.default.removeItem(at: directory)
+        throw TestSupportError("PostgreSQL did not start: \(lastError)")
+    }
+
+    /// Stops the server at once (SIGQUIT, then SIGKILL) and removes its folder. Idempotent.
+    public func stop() {
+        let running = process.withLock { process -> Process? in
+            defer { process = nil }
+            return process
+        }
+        if let running, running.isRunning {
+            kill(running.processIdentifier, SIGQUIT)
+            if !ChildProcess.waitForExit(running, timeout: .seconds(10)) {
+                kill(running.processIdentifier, SIGKILL)
+                _ = ChildProcess.waitForExit(running, timeout: .seconds(2))
+            }
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
