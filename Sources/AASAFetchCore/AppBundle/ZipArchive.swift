@@ -184,8 +184,7 @@ public struct ZipArchive: Sendable {
             throw AppBundleError("zip-unsupported", "multi-part (spanned) archives are not read")
         }
         guard view.contains(offset: offset, length: size) else {
-            throw AppBundleError(view.uint32LE(at: 0) == 0x0403_4B50 && offset <= view.count ? "zip-truncated" : "zip-corrupt",
-                                 "the central directory (offset \(offset), \(size) bytes) lies outside the \(view.count)-byte archive")
+            throw AppBundleError("zip-corrupt", "the central directory (offset \(offset), \(size) bytes) lies outside the \(view.count)-byte archive")
         }
         guard count <= maxEntries, count <= size / 46 else {
             throw AppBundleError("zip-corrupt", "the archive claims \(count) entries in a \(size)-byte central directory")
