@@ -18,7 +18,7 @@ enum AppEntitlementsLoader {
         do {
             inspection = try AppInspector.inspect(path: path)
         } catch {
-            throw CommandFailure(code: error.code, message: "\(path): \(error.message)")
+            throw CommandFailure(code: error.code, message: error.message.contains(path) ? error.message : "\(path): \(error.message)")
         }
         let file: EntitlementsFile
         do {

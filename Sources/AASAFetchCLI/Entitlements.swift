@@ -35,7 +35,7 @@ extension AASAFetchCommand {
             do {
                 inspection = try AppInspector.inspect(path: path)
             } catch {
-                console.err("aasa-fetch: \(error.code): \(path): \(error.message)")
+                console.err("aasa-fetch: \(error.code): \(error.message.contains(path) ? error.message : "\(path): \(error.message)")")
                 throw ExitStatus.cannotRun
             }
             var findings = inspection.findings
