@@ -16,18 +16,20 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
-        // MARK: - C system libraries (only CurlTransport and IDNA import them)
+        // MARK: - C system libraries (only CurlTransport, IDNA and Inflate import them)
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CIDN2", pkgConfig: "libidn2", providers: [.apt(["libidn2-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         // MARK: - Swift wrappers over C (the only modules that see C types)
         .target(name: "CurlTransport", dependencies: ["CCurl"]),
         .target(name: "IDNA", dependencies: ["CIDN2"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
+        .target(name: "Inflate", dependencies: ["CZlib"]),
 
         // MARK: - Core library: entitlements, file model, matching, fetching (no C types)
-        .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA"]),
+        .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA", "Inflate"]),
 
         // MARK: - Commands (a library, so they are testable) and the thin executable
         .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", "CurlTransport", argumentParser]),

@@ -7,6 +7,9 @@ struct InputOptions: ParsableArguments {
     @Option(name: .customLong("entitlements"), help: ArgumentHelp("An .entitlements file (XML or binary plist).", valueName: "file"))
     var entitlementsPath: String?
 
+    @Option(name: .customLong("app"), help: ArgumentHelp("A built app (.ipa, .app or Mach-O): entries and app ID come from its signed entitlements.", valueName: "path"))
+    var appPath: String?
+
     @Option(name: .customLong("domain"), help: ArgumentHelp("An entry such as applinks:www.example.com (repeatable).", valueName: "entry"))
     var domains: [String] = []
 
@@ -23,8 +26,11 @@ struct InputOptions: ParsableArguments {
     var region: String?
 
     func validate() throws {
-        if entitlementsPath == nil && domains.isEmpty && domainsFile == nil {
-            throw ValidationError("give --entitlements FILE, --domain ENTRY or --domains FILE")
+        if entitlementsPath == nil && appPath == nil && domains.isEmpty && domainsFile == nil {
+            throw ValidationError("give --entitlements FILE, --app PATH, --domain ENTRY or --domains FILE")
+        }
+        if entitlementsPath != nil && appPath != nil {
+            throw ValidationError("give either --entitlements FILE or --app PATH, not both")
         }
         for definition in definitions where !definition.contains("=") {
             throw ValidationError("--define takes NAME=VALUE, not '\(definition)'")
@@ -74,6 +80,14 @@ struct InputOptions: ParsableArguments {
                 throw CommandFailure(code: error.code, message: "\(entitlementsPath): \(error.message)")
             }
         }
+        var appDefinitions: [String: String] = [:]
+        if let appPath {
+            let app = try AppEntitlementsLoader.load(appPath)
+            entitlements = app.file
+            strings += app.file.associatedDomains
+            findings += app.findings
+            appDefinitions = app.definitions
+        }
         strings += domains.map { Optional($0) }
         if let domainsFile {
             let text: String
@@ -98,9 +112,9 @@ struct InputOptions: ParsableArguments {
             appIDs = self.appIDs
             source = .option
         } else if let identifier = entitlements?.applicationIdentifier {
-            if let expanded = AppID.expand(identifier, definitions: definitionTable) {
+            if let expanded = AppID.expand(identifier, definitions: appDefinitions.merging(definitionTable) { _, given in given }) {
                 appIDs = [expanded]
-                source = .entitlements
+                source = appPath == nil ? .entitlements : .app
             } else {
                 findings.append(.warning(
                     "app-id-unresolved",

@@ -33,6 +33,8 @@ extension AASAFetchCommand {
         var cases: String?
         @Option(name: .customLong("entitlements"), help: ArgumentHelp("Entitlements whose domains are downloaded and matched.", valueName: "file"))
         var entitlementsPath: String?
+        @Option(name: .customLong("app"), help: ArgumentHelp("A built app (.ipa, .app or Mach-O) whose signed domains are downloaded and matched; default app: its app ID.", valueName: "path"))
+        var appPath: String?
         @Option(name: .customLong("domain"), help: ArgumentHelp("An entitlement entry (repeatable).", valueName: "entry"))
         var domains: [String] = []
         @Option(name: .customLong("define"), help: ArgumentHelp("A value for an Xcode variable (repeatable).", valueName: "NAME=VALUE"))
@@ -44,14 +46,14 @@ extension AASAFetchCommand {
 
         func validate() throws {
             if cases != nil {
-                guard urls.isEmpty, urlsFile == nil, aasa == nil, entitlementsPath == nil, domains.isEmpty else {
+                guard urls.isEmpty, urlsFile == nil, aasa == nil, entitlementsPath == nil, appPath == nil, domains.isEmpty else {
                     throw ValidationError("--cases takes no URLs, files or entries: each line carries its own")
                 }
                 return
             }
             guard !urls.isEmpty || urlsFile != nil else { throw ValidationError("give a URL, --urls FILE or --cases FILE") }
-            let sources = (aasa == nil ? 0 : 1) + (entitlementsPath == nil && domains.isEmpty ? 0 : 1)
-            guard sources == 1 else { throw ValidationError("give either --aasa FILE or --entitlements/--domain") }
+            let sources = (aasa == nil ? 0 : 1) + (entitlementsPath == nil && appPath == nil && domains.isEmpty ? 0 : 1)
+            guard sources == 1 else { throw ValidationError("give either --aasa FILE or --entitlements/--app/--domain") }
         }
 
         func run() async throws {
@@ -162,6 +164,12 @@ extension AASAFetchCommand {
                     throw CommandFailure(code: error.code, message: "\(entitlementsPath): \(error.message)")
                 }
             }
+            var appID: String?
+            if let appPath {
+                let app = try AppEntitlementsLoader.load(appPath)
+                strings += app.file.associatedDomains
+                appID = app.file.applicationIdentifier.flatMap { AppID.expand($0, definitions: app.definitions) }
+            }
             strings += domains.map { Optional($0) }
             var table: [String: String] = [:]
             for definition in definitions {
@@ -185,7 +193,7 @@ extension AASAFetchCommand {
                 files[result.host] = CompiledAssociation(document: document)
                 for app in document.appIDs(for: .applinks) where !apps.contains(app) { apps.append(app) }
             }
-            return (URLMatcher(entitlementDomains: entries.compactMap(\.normalized), files: files), apps)
+            return (URLMatcher(entitlementDomains: entries.compactMap(\.normalized), files: files), appID.map { [$0] } ?? apps)
         }
 
         /// The conformance line protocol.

@@ -76,4 +76,25 @@ public struct EntitlementsFile: Sendable, Hashable {
             teamIdentifier: dictionary["com.apple.developer.team-identifier"] as? String
         )
     }
+
+    /// Reads the entitlements this tool needs from a decoded dictionary (an app's code signature or
+    /// a provisioning profile), with the same codes as ``parse(_:)``.
+    public static func from(_ dictionary: [String: PlistValue]) throws(EntitlementsError) -> EntitlementsFile {
+        guard let rawDomains = dictionary[associatedDomainsKey] else {
+            throw EntitlementsError(
+                code: "entitlements-missing-key",
+                message: "no \(associatedDomainsKey) key: the app has no associated domains (a release build signed without them?)"
+            )
+        }
+        guard let strings = rawDomains.stringArray else {
+            throw EntitlementsError(code: "entitlements-wrong-type",
+                                    message: "\(associatedDomainsKey) is \(rawDomains), not an array of strings")
+        }
+        return EntitlementsFile(
+            associatedDomains: strings,
+            applicationIdentifier: dictionary["application-identifier"]?.stringValue
+                ?? dictionary["com.apple.application-identifier"]?.stringValue,
+            teamIdentifier: dictionary["com.apple.developer.team-identifier"]?.stringValue
+        )
+    }
 }

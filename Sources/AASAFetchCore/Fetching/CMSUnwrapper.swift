@@ -50,9 +50,20 @@ struct BERReader {
 
     private(set) var bytes: ArraySlice<UInt8>
     private(set) var failed = false
+    /// How many indefinite-length parents enclose this reader (bounded, so hostile nesting cannot
+    /// exhaust the stack).
+    private let depth: Int
+
+    /// The deepest nesting of indefinite-length elements read.
+    static let maxIndefiniteDepth = 32
 
     init(bytes: ArraySlice<UInt8>) {
+        self.init(bytes: bytes, depth: 0)
+    }
+
+    private init(bytes: ArraySlice<UInt8>, depth: Int) {
         self.bytes = bytes
+        self.depth = depth
     }
 
     /// The next element; `nil` at the end, at an end-of-contents marker, or on malformed input.
@@ -68,8 +79,8 @@ struct BERReader {
         index += 1
         if first == 0x80 {
             // Indefinite length: the value runs to the matching end-of-contents (00 00).
-            guard tag & 0x20 != 0 else { return fail() }
-            var inner = BERReader(bytes: bytes[index...])
+            guard tag & 0x20 != 0, depth < Self.maxIndefiniteDepth else { return fail() }
+            var inner = BERReader(bytes: bytes[index...], depth: depth + 1)
             while inner.next() != nil {}
             guard !inner.failed, inner.bytes.count >= 2,
                   inner.bytes[inner.bytes.startIndex] == 0, inner.bytes[inner.bytes.startIndex + 1] == 0 else { return fail() }

@@ -130,6 +130,8 @@ public enum AppIDSource: String, Sendable, Codable {
     case option
     /// The entitlements' `application-identifier`.
     case entitlements
+    /// The signed entitlements of the app given with `--app`.
+    case app
     /// Nowhere: association could not be judged.
     case none
 }

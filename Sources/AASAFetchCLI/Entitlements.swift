@@ -1,0 +1,265 @@
+import AASAFetchCore
+import ArgumentParser
+import Foundation
+
+extension AASAFetchCommand {
+    /// `aasa-fetch entitlements PATH`: what a built app's code signature and provisioning profile
+    /// say (app ID, team, associated domains, profile name and expiry), how they agree, and with
+    /// `--compare FILE` how they differ from the project's `.entitlements` file.
+    ///
+    /// Exit status: 0 no error finding (and with `--compare`, no difference), 1 an error finding or
+    /// a difference, 2 the app cannot be read, 64 usage.
+    /// JSON shape: README, "`aasa-fetch entitlements --json`".
+    struct Entitlements: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the entitlements a built app ships (.ipa, .app, Mach-O or provisioning profile) and compare them."
+        )
+
+        @Argument(help: ArgumentHelp("An .ipa, an .app folder, a Mach-O executable or a provisioning profile.", valueName: "path"))
+        var path: String
+        @Option(help: ArgumentHelp("The project's .entitlements file to compare with.", valueName: "file"))
+        var compare: String?
+        @Option(name: .customLong("define"), help: ArgumentHelp("A value for an Xcode variable of the compared file (repeatable).", valueName: "NAME=VALUE"))
+        var definitions: [String] = []
+        @Flag(help: "Print JSON.") var json = false
+
+        func validate() throws {
+            for definition in definitions where !definition.contains("=") {
+                throw ValidationError("--define takes NAME=VALUE, not '\(definition)'")
+            }
+        }
+
+        func run() async throws {
+            let console = Console.standard
+            let inspection: AppInspection
+            do {
+                inspection = try AppInspector.inspect(path: path)
+            } catch {
+                console.err("aasa-fetch: \(error.code): \(error.message.contains(path) ? error.message : "\(path): \(error.message)")")
+                throw ExitStatus.cannotRun
+            }
+            var findings = inspection.findings
+            var project: EntitlementsReport.Project?
+            var differences = 0
+            if let compare {
+                let file: EntitlementsFile
+                do {
+                    file = try EntitlementsFile.read(path: compare)
+                } catch {
+                    console.err("aasa-fetch: \(error.code): \(compare): \(error.message)")
+                    throw ExitStatus.cannotRun
+                }
+                var table: [String: String] = [:]
+                for definition in definitions {
+                    guard let equals = definition.firstIndex(of: "=") else { continue }
+                    table[String(definition[..<equals])] = String(definition[definition.index(after: equals)...])
+                }
+                let compared = EntitlementsComparison.compare(inspection, project: file, projectPath: compare, definitions: table)
+                differences = compared.filter { $0.severity != .info }.count
+                findings += compared
+                project = .init(path: compare, applicationIdentifier: file.applicationIdentifier, associatedDomains: file.associatedDomains)
+            }
+            let report = EntitlementsReport(inspection: inspection, project: project, findings: findings, differences: differences)
+            if json {
+                try console.json(report)
+            } else {
+                render(report, console: console)
+            }
+            if !report.ok { throw ExitStatus.failure }
+        }
+
+        private func render(_ report: EntitlementsReport, console: Console) {
+            console.out("\(report.path) (\(report.kind.rawValue))\(report.executable.map { " · \($0)" } ?? "")")
+            console.out("app ID \(report.appID ?? "unknown") · team \(report.teamID ?? "unknown")\(report.bundleIdentifier.map { " · bundle \($0)" } ?? "")")
+            func list(_ domains: [String?]?) {
+                guard let domains else {
+                    console.out("    (no com.apple.developer.associated-domains)")
+                    return
+                }
+                if domains.isEmpty { console.out("    (empty list)") }
+                for domain in domains { console.out("    \(domain ?? "(not a string)")") }
+            }
+            if let signature = report.signature {
+                console.out("signature (\(signature.source.rawValue) blob; blobs \(signature.blobs.map(\.rawValue).joined(separator: ", ")); \(signature.architectures.joined(separator: ", "))):")
+                list(signature.associatedDomains)
+            } else {
+                console.out("signature: not read")
+            }
+            if let profile = report.profile {
+                let expiry = profile.expirationDate.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown"
+                console.out("profile \"\(profile.name ?? "?")\" (expires \(expiry)\(profile.expired ? ", EXPIRED" : ""); team \(profile.teamIdentifiers.joined(separator: ", "))):")
+                if profile.allowsAnyDomain {
+                    console.out("    * (any domain)")
+                } else {
+                    list(profile.associatedDomains)
+                }
+            } else {
+                console.out("profile: none")
+            }
+            if let project = report.project {
+                console.out("project \(project.path):")
+                list(project.associatedDomains)
+            }
+            for finding in report.findings {
+                let tag: String
+                switch finding.severity {
+                case .error: tag = console.paint("error", .red)
+                case .warning: tag = console.paint("warning", .yellow)
+                case .info: tag = console.paint("note", .dim)
+                }
+                console.out("  \(tag) \(finding.code): \(finding.message)")
+                if let fix = finding.fix, finding.severity != .info { console.out("    \(console.paint("fix:", .dim)) \(fix)") }
+            }
+            let errors = report.findings.filter { $0.severity == .error }.count
+            console.out(report.ok ? "ok" : "\(errors) error(s)\(report.project == nil ? "" : ", \(report.differences) difference(s) with \(report.project?.path ?? "")")")
+        }
+    }
+}
+
+/// What `entitlements --json` prints. Every key is present; `null` where it does not apply.
+struct EntitlementsReport: Encodable {
+    struct Signature: Encodable {
+        var source: SignedEntitlements.Source
+        var blobs: [SignedEntitlements.Source]
+        var architectures: [String]
+        var applicationIdentifier: String?
+        var teamIdentifier: String?
+        var associatedDomains: [String?]?
+        var entitlements: [String: PlistValue]
+
+        private enum CodingKeys: String, CodingKey {
+            case source, blobs, architectures, applicationIdentifier, teamIdentifier, associatedDomains, entitlements
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(source, forKey: .source)
+            try c.encode(blobs, forKey: .blobs)
+            try c.encode(architectures, forKey: .architectures)
+            try c.encode(applicationIdentifier, forKey: .applicationIdentifier)
+            try c.encode(teamIdentifier, forKey: .teamIdentifier)
+            try c.encode(associatedDomains, forKey: .associatedDomains)
+            try c.encode(entitlements, forKey: .entitlements)
+        }
+    }
+
+    struct Profile: Encodable {
+        var path: String?
+        var name: String?
+        var uuid: String?
+        var teamIdentifiers: [String]
+        var teamName: String?
+        var applicationIdentifierPrefixes: [String]
+        var applicationIdentifier: String?
+        var expirationDate: Date?
+        var expired: Bool
+        var allowsAnyDomain: Bool
+        var associatedDomains: [String?]?
+        var entitlements: [String: PlistValue]
+
+        private enum CodingKeys: String, CodingKey {
+            case path, name, uuid, teamIdentifiers, teamName, applicationIdentifierPrefixes, applicationIdentifier
+            case expirationDate, expired, allowsAnyDomain, associatedDomains, entitlements
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(path, forKey: .path)
+            try c.encode(name, forKey: .name)
+            try c.encode(uuid, forKey: .uuid)
+            try c.encode(teamIdentifiers, forKey: .teamIdentifiers)
+            try c.encode(teamName, forKey: .teamName)
+            try c.encode(applicationIdentifierPrefixes, forKey: .applicationIdentifierPrefixes)
+            try c.encode(applicationIdentifier, forKey: .applicationIdentifier)
+            try c.encode(expirationDate.map { ISO8601DateFormatter().string(from: $0) }, forKey: .expirationDate)
+            try c.encode(expired, forKey: .expired)
+            try c.encode(allowsAnyDomain, forKey: .allowsAnyDomain)
+            try c.encode(associatedDomains, forKey: .associatedDomains)
+            try c.encode(entitlements, forKey: .entitlements)
+        }
+    }
+
+    struct Project: Encodable {
+        var path: String
+        var applicationIdentifier: String?
+        var associatedDomains: [String?]
+
+        private enum CodingKeys: String, CodingKey { case path, applicationIdentifier, associatedDomains }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(path, forKey: .path)
+            try c.encode(applicationIdentifier, forKey: .applicationIdentifier)
+            try c.encode(associatedDomains, forKey: .associatedDomains)
+        }
+    }
+
+    var schemaVersion = 1
+    var path: String
+    var kind: AppInspection.Kind
+    var bundle: String?
+    var executable: String?
+    var bundleIdentifier: String?
+    var appID: String?
+    var teamID: String?
+    var signature: Signature?
+    var profile: Profile?
+    var project: Project?
+    var findings: [Finding]
+    var differences: Int
+
+    /// No error finding and no difference with the compared file.
+    var ok: Bool { !findings.containsError && differences == 0 }
+
+    init(inspection: AppInspection, project: Project?, findings: [Finding], differences: Int) {
+        path = inspection.path
+        kind = inspection.kind
+        bundle = inspection.bundle
+        executable = inspection.executable
+        bundleIdentifier = inspection.bundleIdentifier
+        appID = inspection.appID
+        teamID = inspection.teamID
+        signature = inspection.signature.map {
+            Signature(source: $0.source, blobs: $0.blobs, architectures: $0.architectures, applicationIdentifier: $0.applicationIdentifier,
+                      teamIdentifier: $0.teamIdentifier, associatedDomains: $0.associatedDomains, entitlements: $0.entitlements)
+        }
+        profile = inspection.profile.map { profile in
+            let domains: [String?]?
+            switch profile.associatedDomains {
+            case nil: domains = nil
+            case .any: domains = ["*"]
+            case .list(let list): domains = list
+            }
+            return Profile(path: inspection.profilePath, name: profile.name, uuid: profile.uuid, teamIdentifiers: profile.teamIdentifiers,
+                           teamName: profile.teamName, applicationIdentifierPrefixes: profile.applicationIdentifierPrefixes,
+                           applicationIdentifier: profile.applicationIdentifier, expirationDate: profile.expirationDate,
+                           expired: profile.isExpired(at: Date()), allowsAnyDomain: profile.associatedDomains == .any,
+                           associatedDomains: domains, entitlements: profile.entitlements)
+        }
+        self.project = project
+        self.findings = findings
+        self.differences = differences
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case schemaVersion, path, kind, bundle, executable, bundleIdentifier, appID, teamID, signature, profile, project, findings, differences, ok
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(schemaVersion, forKey: .schemaVersion)
+        try c.encode(path, forKey: .path)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(bundle, forKey: .bundle)
+        try c.encode(executable, forKey: .executable)
+        try c.encode(bundleIdentifier, forKey: .bundleIdentifier)
+        try c.encode(appID, forKey: .appID)
+        try c.encode(teamID, forKey: .teamID)
+        try c.encode(signature, forKey: .signature)
+        try c.encode(profile, forKey: .profile)
+        try c.encode(project, forKey: .project)
+        try c.encode(findings, forKey: .findings)
+        try c.encode(differences, forKey: .differences)
+        try c.encode(ok, forKey: .ok)
+    }
+}

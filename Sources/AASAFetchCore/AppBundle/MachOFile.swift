@@ -1,0 +1,154 @@
+/// A bounds-checked reader of Mach-O executables: thin (32- or 64-bit, either byte order) or
+/// universal (`FAT`/`FAT64`). It walks the load commands to `LC_CODE_SIGNATURE` and returns each
+/// slice's embedded code signature bytes.
+public enum MachOFile {
+    /// One architecture of an executable.
+    public struct Slice: Sendable, Hashable {
+        /// The architecture's name (`arm64`, `x86_64`, `arm64e`, … or `cpu 0x…`).
+        public var architecture: String
+        /// Where the slice starts in the file.
+        public var offset: Int
+        /// The slice's length.
+        public var size: Int
+        /// The embedded signature (`LC_CODE_SIGNATURE`'s data), or `nil` when the slice is unsigned.
+        public var signature: [UInt8]?
+    }
+
+    /// The most slices a universal binary may list (real ones hold two or three).
+    public static let maxSlices = 32
+
+    /// Whether the bytes start with a Mach-O or universal magic number.
+    public static func hasMagic(_ bytes: [UInt8]) -> Bool {
+        let view = ByteView(bytes)
+        guard let little = view.uint32LE(at: 0), let big = view.uint32BE(at: 0) else { return false }
+        return [0xFEED_FACE, 0xFEED_FACF].contains(little) || [0xFEED_FACE, 0xFEED_FACF, 0xCAFE_BABE, 0xCAFE_BABF].contains(big)
+    }
+
+    /// Reads every slice of a thin or universal Mach-O.
+    /// - Throws: ``AppBundleError``: `macho-not-macho`, `macho-truncated`, `macho-malformed`,
+    ///   `signature-malformed` (a signature range outside the slice).
+    public static func slices(of bytes: [UInt8]) throws(AppBundleError) -> [Slice] {
+        let view = ByteView(bytes)
+        guard let big = view.uint32BE(at: 0) else {
+            throw AppBundleError("macho-not-macho", "\(bytes.count) bytes is too short for a Mach-O header")
+        }
+        if big == 0xCAFE_BABE || big == 0xCAFE_BABF {
+            return try universalSlices(view, wide: big == 0xCAFE_BABF)
+        }
+        return [try thinSlice(view, offset: 0)]
+    }
+
+    private static func universalSlices(_ view: ByteView, wide: Bool) throws(AppBundleError) -> [Slice] {
+        guard let count32 = view.uint32BE(at: 4) else {
+            throw AppBundleError("macho-truncated", "the universal header is cut short")
+        }
+        let count = Int(count32)
+        guard count >= 1, count <= maxSlices else {
+            // 0xCAFEBABE is also a Java class file's magic; its version makes a huge "count".
+            throw AppBundleError("macho-not-macho", "a universal header with \(count32) architectures is not a Mach-O")
+        }
+        let recordSize = wide ? 32 : 20
+        var slices: [Slice] = []
+        for number in 0..<count {
+            let record = 8 + number * recordSize
+            guard view.contains(offset: record, length: recordSize),
+                  let cpuType = view.uint32BE(at: record), let cpuSubtype = view.uint32BE(at: record + 4) else {
+                throw AppBundleError("macho-truncated", "universal architecture record \(number) is cut short")
+            }
+            let offset64: UInt64?
+            let size64: UInt64?
+            if wide {
+                offset64 = view.uint64BE(at: record + 8)
+                size64 = view.uint64BE(at: record + 16)
+            } else {
+                offset64 = view.uint32BE(at: record + 8).map(UInt64.init)
+                size64 = view.uint32BE(at: record + 12).map(UInt64.init)
+            }
+            guard let offset64, let size64, let offset = Int(checked: offset64), let size = Int(checked: size64),
+                  let sliceView = view.view(offset: offset, length: size) else {
+                throw AppBundleError("macho-truncated", "architecture \(architectureName(cpuType, cpuSubtype)) lies outside the file")
+            }
+            guard let magic = sliceView.uint32BE(at: 0), magic != 0xCAFE_BABE, magic != 0xCAFE_BABF else {
+                throw AppBundleError("macho-malformed", "architecture \(number) is not a thin Mach-O")
+            }
+            var slice = try thinSlice(sliceView, offset: offset)
+            slice.offset = offset
+            slices.append(slice)
+        }
+        return slices
+    }
+
+    /// Parses one thin Mach-O occupying the whole view.
+    private static func thinSlice(_ view: ByteView, offset: Int) throws(AppBundleError) -> Slice {
+        guard let magic = view.uint32LE(at: 0) else {
+            throw AppBundleError("macho-not-macho", "too short for a Mach-O header")
+        }
+        let bigEndian: Bool
+        let is64: Bool
+        switch magic {
+        case 0xFEED_FACE: (bigEndian, is64) = (false, false)
+        case 0xFEED_FACF: (bigEndian, is64) = (false, true)
+        case 0xCEFA_EDFE: (bigEndian, is64) = (true, false)
+        case 0xCFFA_EDFE: (bigEndian, is64) = (true, true)
+        default:
+            throw AppBundleError("macho-not-macho", "not a Mach-O executable (magic 0x\(String(magic, radix: 16)))")
+        }
+        let headerSize = is64 ? 32 : 28
+        guard view.count >= headerSize, let cpuType = view.uint32(at: 4, bigEndian: bigEndian),
+              let cpuSubtype = view.uint32(at: 8, bigEndian: bigEndian),
+              let commandCount = view.uint32(at: 16, bigEndian: bigEndian),
+              let commandsSize = view.uint32(at: 20, bigEndian: bigEndian) else {
+            throw AppBundleError("macho-truncated", "the Mach-O header is cut short")
+        }
+        let architecture = architectureName(cpuType, cpuSubtype)
+        guard view.contains(offset: headerSize, length: Int(commandsSize)) else {
+            throw AppBundleError("macho-truncated", "\(architecture): the load commands (\(commandsSize) bytes) run past the end of the file")
+        }
+        guard Int(commandCount) <= Int(commandsSize) / 8 else {
+            throw AppBundleError("macho-malformed", "\(architecture): \(commandCount) load commands cannot fit in \(commandsSize) bytes")
+        }
+        let commandsEnd = headerSize + Int(commandsSize)
+        var cursor = headerSize
+        var signature: [UInt8]?
+        for number in 0..<Int(commandCount) {
+            guard cursor <= commandsEnd - 8, let command = view.uint32(at: cursor, bigEndian: bigEndian),
+                  let size = view.uint32(at: cursor + 4, bigEndian: bigEndian) else {
+                throw AppBundleError("macho-malformed", "\(architecture): load command \(number) lies outside the load commands")
+            }
+            guard size >= 8, Int(size) <= commandsEnd - cursor else {
+                throw AppBundleError("macho-malformed", "\(architecture): load command \(number) has an impossible size \(size)")
+            }
+            if command == 0x1D { // LC_CODE_SIGNATURE
+                guard signature == nil else {
+                    throw AppBundleError("signature-malformed", "\(architecture): more than one LC_CODE_SIGNATURE")
+                }
+                guard size >= 16, let dataOffset = view.uint32(at: cursor + 8, bigEndian: bigEndian),
+                      let dataSize = view.uint32(at: cursor + 12, bigEndian: bigEndian) else {
+                    throw AppBundleError("signature-malformed", "\(architecture): LC_CODE_SIGNATURE is too short")
+                }
+                guard let bytes = view.slice(offset: Int(dataOffset), length: Int(dataSize)) else {
+                    throw AppBundleError("signature-malformed",
+                                         "\(architecture): the code signature (offset \(dataOffset), \(dataSize) bytes) lies outside the \(view.count)-byte binary")
+                }
+                signature = Array(bytes)
+            }
+            cursor += Int(size)
+        }
+        return Slice(architecture: architecture, offset: offset, size: view.count, signature: signature)
+    }
+
+    /// A readable name for a CPU type and subtype.
+    static func architectureName(_ type: UInt32, _ subtype: UInt32) -> String {
+        let sub = subtype & 0x00FF_FFFF
+        switch type {
+        case 7: return "i386"
+        case 0x0100_0007: return sub == 8 ? "x86_64h" : "x86_64"
+        case 12: return sub == 9 ? "armv7" : sub == 11 ? "armv7s" : sub == 12 ? "armv7k" : "arm"
+        case 0x0100_000C: return sub == 2 ? "arm64e" : "arm64"
+        case 0x0200_000C: return "arm64_32"
+        case 18: return "ppc"
+        case 0x0100_0012: return "ppc64"
+        default: return "cpu 0x\(String(type, radix: 16))"
+        }
+    }
+}

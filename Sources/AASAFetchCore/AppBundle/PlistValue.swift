@@ -1,0 +1,104 @@
+import Foundation
+
+/// A property-list value, as entitlements hold them (from an XML plist or Apple's DER encoding).
+/// Comparable across both encodings and encodable as JSON (dates as ISO 8601, data as base64).
+public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConvertible {
+    case string(String)
+    case bool(Bool)
+    case integer(Int64)
+    case real(Double)
+    case date(Date)
+    case data([UInt8])
+    case array([PlistValue])
+    case dictionary([String: PlistValue])
+
+    /// Converts what `PropertyListSerialization` returns; `nil` for anything else.
+    public init?(foundation value: Any) {
+        if type(of: value) == Bool.self, let bool = value as? Bool {
+            self = .bool(bool)
+        } else if let string = value as? String {
+            self = .string(string)
+        } else if let date = value as? Date {
+            self = .date(date)
+        } else if let data = value as? Data {
+            self = .data([UInt8](data))
+        } else if let array = value as? [Any] {
+            var values: [PlistValue] = []
+            for element in array {
+                guard let converted = PlistValue(foundation: element) else { return nil }
+                values.append(converted)
+            }
+            self = .array(values)
+        } else if let dictionary = value as? [String: Any] {
+            var values: [String: PlistValue] = [:]
+            for (key, element) in dictionary {
+                guard let converted = PlistValue(foundation: element) else { return nil }
+                values[key] = converted
+            }
+            self = .dictionary(values)
+        } else if let number = value as? NSNumber {
+            switch String(cString: number.objCType) {
+            case "c", "B": self = .bool(number.boolValue)
+            case "f", "d": self = .real(number.doubleValue)
+            default: self = .integer(number.int64Value)
+            }
+        } else {
+            return nil
+        }
+    }
+
+    /// Parses an XML or binary property list whose top level is a dictionary; failures carry `code`
+    /// and a message that starts with `what`.
+    static func parseDictionary(_ bytes: [UInt8], code: String, what: String) throws(AppBundleError) -> [String: PlistValue] {
+        let object: Any
+        do {
+            object = try PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: nil)
+        } catch {
+            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+            throw AppBundleError(code, "\(what) is not a valid property list: \(detail)")
+        }
+        guard let value = PlistValue(foundation: object) else { throw AppBundleError(code, "\(what) holds an unsupported value") }
+        guard case .dictionary(let dictionary) = value else { throw AppBundleError(code, "\(what)'s top level is not a dictionary") }
+        return dictionary
+    }
+
+    /// The string, when this is one.
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The strings of an array (non-strings as `nil`), when this is an array.
+    public var stringArray: [String?]? {
+        if case .array(let values) = self { return values.map(\.stringValue) }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .string(let value): "\"\(value)\""
+        case .bool(let value): value ? "true" : "false"
+        case .integer(let value): "\(value)"
+        case .real(let value): "\(value)"
+        case .date(let value): ISO8601DateFormatter().string(from: value)
+        case .data(let value): "<\(value.count) bytes>"
+        case .array(let values): "[" + values.map(\.description).joined(separator: ", ") + "]"
+        case .dictionary(let values):
+            "{" + values.keys.sorted().map { "\($0): \(values[$0]?.description ?? "")" }.joined(separator: ", ") + "}"
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let value): try container.encode(value)
+        case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .real(let value): try container.encode(value)
+        case .date(let value): try container.encode(ISO8601DateFormatter().string(from: value))
+        case .data(let value): try container.encode(Data(value).base64EncodedString())
+        case .array(let values): try container.encode(values)
+        case .dictionary(let values): try container.encode(values)
+        }
+    }
+}

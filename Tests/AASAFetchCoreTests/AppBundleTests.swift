@@ -1,0 +1,390 @@
+import AASAFetchCore
+import AASAFetchTestSupport
+import Foundation
+import Testing
+
+/// The app readers over generated fixtures: Mach-O (thin, universal), signature superblobs, XML and
+/// DER entitlements, zip archives, provisioning profiles, and the comparisons.
+struct AppBundleTests {
+    typealias F = AppFixtures
+
+    private func code(_ body: () throws -> Void) -> String? {
+        do {
+            try body()
+            return nil
+        } catch let error as AppBundleError {
+            return error.code
+        } catch {
+            return "unexpected: \(error)"
+        }
+    }
+
+    // MARK: - DER entitlements
+
+    @Test func decodesAppleDERVectors() throws {
+        // Byte strings as codesign writes them.
+        #expect(try DEREntitlements.decode([0x70, 5, 2, 1, 1, 0xB0, 0]) == [:])
+        #expect(try DEREntitlements.decode([0x70, 15, 2, 1, 1, 0xB0, 10, 0x30, 8, 0x0C, 3, 107, 101, 121, 1, 1, 0xFF]) == ["key": .bool(true)])
+        #expect(try DEREntitlements.decode([0x70, 15, 2, 1, 1, 0xB0, 10, 0x30, 8, 0x0C, 3, 107, 101, 121, 2, 1, 0xFF]) == ["key": .integer(-1)])
+        #expect(try DEREntitlements.decode([0x70, 15, 2, 1, 1, 0xB0, 10, 0x30, 8, 0x0C, 3, 107, 101, 121, 2, 1, 42]) == ["key": .integer(42)])
+        #expect(try DEREntitlements.decode([0x70, 22, 2, 1, 1, 0xB0, 17, 0x30, 15, 0x0C, 3, 107, 101, 121, 0x30, 8, 1, 1, 0xFF, 0x0C, 3, 102, 111, 111])
+            == ["key": .array([.bool(true), .string("foo")])])
+        #expect(try DEREntitlements.decode([0x70, 26, 2, 1, 1, 0xB0, 21, 0x30, 19, 0x0C, 3, 107, 101, 121, 0xB0, 12, 0x30, 10, 0x0C, 5,
+                                            105, 110, 110, 101, 114, 1, 1, 0]) == ["key": .dictionary(["inner": .bool(false)])])
+        // The older SET form.
+        #expect(try DEREntitlements.decode([0x31, 10, 0x30, 8, 0x0C, 3, 107, 101, 121, 1, 1, 0]) == ["key": .bool(false)])
+        let entitlements = F.entitlements()
+        #expect(try DEREntitlements.decode(F.derEntitlements(entitlements)) == entitlements)
+    }
+
+    @Test(arguments: [
+        [UInt8](), [0x70], [0x70, 5, 2, 1, 1, 0xB0], [0x70, 0x84, 0xFF, 0xFF, 0xFF, 0xFF], [0x70, 3, 2, 1, 1], [0x04, 0],
+        [0x70, 5, 2, 1, 1, 0xB0, 0, 0], [0x70, 0x85, 1, 1, 1, 1, 1], [0x70, 9, 2, 1, 1, 0xB0, 4, 0x30, 2, 0x0C, 0],
+        [0x70, 11, 2, 1, 1, 0xB0, 6, 0x30, 4, 0x0C, 1, 0xFF, 0x05],
+    ])
+    func refusesMalformedDER(_ bytes: [UInt8]) {
+        #expect(code { _ = try DEREntitlements.decode(bytes) } == "signature-malformed")
+    }
+
+    @Test func refusesDeepDERNesting() {
+        var value: [UInt8] = F.tlv(0x30, [])
+        for _ in 0..<100 { value = F.tlv(0x30, value) }
+        let bytes = F.tlv(0x70, [2, 1, 1] + F.tlv(0xB0, F.tlv(0x30, F.tlv(0x0C, Array("k".utf8)) + value)))
+        #expect(code { _ = try DEREntitlements.decode(bytes) } == "signature-malformed")
+    }
+
+    // MARK: - Mach-O and signatures
+
+    @Test func readsThin64BitSignature() throws {
+        let inspection = try AppInspector.inspect(bytes: F.signedExecutable(), path: "Demo")
+        #expect(inspection.kind == .macho)
+        let signature = try #require(inspection.signature)
+        #expect(signature.source == .xml)
+        #expect(signature.blobs == [.xml, .der])
+        #expect(signature.architectures == ["arm64"])
+        #expect(inspection.appID == F.appID)
+        #expect(inspection.teamID == F.team)
+        let file = try inspection.entitlementsFile()
+        #expect(file.associatedDomains == ["applinks:example.com", "applinks:*.example.com", "webcredentials:example.com"])
+        #expect(file.applicationIdentifier == F.appID)
+        #expect(inspection.findings.isEmpty)
+    }
+
+    @Test(arguments: [(false, true), (true, false), (true, true), (false, false)])
+    func readsEitherWidthAndByteOrder(bigEndian: Bool, is64: Bool) throws {
+        let bytes = F.machO(signature: F.superBlob(xml: F.xmlPlist(F.entitlements()), der: nil), cpu: .armv7, is64: is64, bigEndian: bigEndian)
+        let slices = try MachOFile.slices(of: bytes)
+        #expect(slices.count == 1)
+        #expect(slices[0].architecture == "arm")
+        let inspection = try AppInspector.inspect(bytes: bytes, path: "Demo")
+        #expect(inspection.signature?.blobs == [.xml])
+        #expect(inspection.appID == F.appID)
+    }
+
+    @Test(arguments: [false, true])
+    func readsUniversalWithTwoSlices(wide: Bool) throws {
+        let arm = F.signedExecutable()
+        let intel = F.machO(signature: F.superBlob(xml: F.xmlPlist(F.entitlements()), der: F.derEntitlements(F.entitlements())), cpu: .x86_64)
+        let bytes = F.universal([(.arm64, arm), (.x86_64, intel)], wide: wide)
+        let slices = try MachOFile.slices(of: bytes)
+        #expect(slices.map(\.architecture) == ["arm64", "x86_64"])
+        let inspection = try AppInspector.inspect(bytes: bytes, path: "Demo")
+        #expect(inspection.signature?.architectures == ["arm64", "x86_64"])
+        #expect(inspection.findings.isEmpty)
+
+        let other = F.signedExecutable(F.entitlements(domains: ["applinks:other.example"]))
+        let differing = try AppInspector.inspect(bytes: F.universal([(.arm64, arm), (.x86_64, other)], wide: wide), path: "Demo")
+        #expect(differing.findings.map(\.code) == ["signature-slices-differ"])
+
+        let halfSigned = try AppInspector.inspect(bytes: F.universal([(.arm64, arm), (.x86_64, F.machO(signature: nil))]), path: "Demo")
+        #expect(halfSigned.findings.map(\.code) == ["macho-slice-unsigned"])
+    }
+
+    @Test func reportsXMLAndDERMismatchAndPrefersXML() throws {
+        let bytes = F.signedExecutable(F.entitlements(), der: F.entitlements(domains: ["applinks:example.com"]))
+        let inspection = try AppInspector.inspect(bytes: bytes, path: "Demo")
+        #expect(inspection.signature?.source == .xml)
+        #expect(inspection.signature?.associatedDomains?.count == 3)
+        #expect(inspection.findings.map(\.code) == ["signature-der-mismatch"])
+    }
+
+    @Test func usesDERWhenOnlyDERIsPresentOrXMLIsBroken() throws {
+        let derOnly = try AppInspector.inspect(bytes: F.machO(signature: F.superBlob(xml: nil, der: F.derEntitlements(F.entitlements()))), path: "D")
+        #expect(derOnly.signature?.source == .der)
+        #expect(derOnly.appID == F.appID)
+        let brokenXML = try AppInspector.inspect(bytes: F.machO(signature: F.superBlob(xml: Array("<plist><dict>".utf8), der: F.derEntitlements(F.entitlements()))), path: "D")
+        #expect(brokenXML.signature?.source == .der)
+        #expect(brokenXML.findings.map(\.code) == ["signature-malformed"])
+    }
+
+    @Test func signatureProblemsHaveStableCodes() {
+        #expect(code { _ = try AppInspector.inspect(bytes: F.machO(signature: nil), path: "D") } == "macho-no-signature")
+        #expect(code { _ = try AppInspector.inspect(bytes: F.machO(signature: F.superBlob(xml: nil, der: nil)), path: "D") } == "signature-no-entitlements")
+        #expect(code { _ = try AppInspector.inspect(bytes: Array("#!/bin/sh\necho hi\n".utf8), path: "D") } == "macho-not-macho")
+        #expect(code { _ = try MachOFile.slices(of: [0xCA, 0xFE, 0xBA, 0xBE, 0, 0x32, 0, 0]) } == "macho-not-macho") // a Java class
+        #expect(code { _ = try MachOFile.slices(of: [0xCF, 0xFA, 0xED, 0xFE, 0x0C]) } == "macho-truncated")
+    }
+
+    @Test func refusesBadOffsetsLengthsAndCounts() {
+        let good = F.superBlob(xml: F.xmlPlist(F.entitlements()), der: nil)
+        func patched(_ bytes: [UInt8], at offset: Int, _ value: UInt32) -> [UInt8] {
+            var copy = bytes
+            copy.replaceSubrange(offset..<(offset + 4), with: F.be32(value))
+            return copy
+        }
+        // Superblob: length past the bytes, huge count, blob offset outside, blob length past the end, overlapping index.
+        for bad in [patched(good, at: 4, UInt32(good.count + 1)), patched(good, at: 4, 0xFFFF_FFFF), patched(good, at: 8, 0xFFFF_FFFF),
+                    patched(good, at: 8, 0x2000_0000), patched(good, at: 16, 0xFFFF_FFF0), patched(good, at: 16, 4),
+                    patched(good, at: 0, 0xFADE_0C00), Array(good.prefix(11))] {
+            #expect(code { _ = try CodeSignature.parse(bad) } == "signature-malformed")
+        }
+        let blobStart = Int(F.be32ToInt(good, at: 16))
+        #expect(code { _ = try CodeSignature.parse(patched(good, at: blobStart + 4, 0xFFFF_FFFF)) } == "signature-malformed")
+        #expect(code { _ = try CodeSignature.parse(patched(good, at: blobStart + 4, 3)) } == "signature-malformed")
+
+        // Mach-O: LC_CODE_SIGNATURE pointing past the end, huge command count, zero command size, commands past the end.
+        let binary = F.machO(signature: good)
+        func le(_ bytes: [UInt8], at offset: Int, _ value: UInt32) -> [UInt8] {
+            var copy = bytes
+            copy.replaceSubrange(offset..<(offset + 4), with: F.le32(value))
+            return copy
+        }
+        let signatureCommand = 32 + 24
+        #expect(code { _ = try MachOFile.slices(of: le(binary, at: signatureCommand + 8, 0xFFFF_FFF0)) } == "signature-malformed")
+        #expect(code { _ = try MachOFile.slices(of: le(binary, at: signatureCommand + 12, 0xFFFF_FFFF)) } == "signature-malformed")
+        #expect(code { _ = try MachOFile.slices(of: le(binary, at: 16, 0xFFFF_FFFF)) } == "macho-malformed")
+        #expect(code { _ = try MachOFile.slices(of: le(binary, at: 20, 0xFFFF_FFFF)) } == "macho-truncated")
+        #expect(code { _ = try MachOFile.slices(of: le(binary, at: 32 + 4, 0)) } == "macho-malformed")
+        #expect(code { _ = try MachOFile.slices(of: le(binary, at: 32 + 4, 0xFFFF_FFF8)) } == "macho-malformed")
+        // Universal: a slice outside the file, too many slices.
+        let fat = F.universal([(.arm64, binary)])
+        #expect(code { _ = try MachOFile.slices(of: patched(fat, at: 16, 0xFFFF_FF00)) } == "macho-truncated")
+        #expect(code { _ = try MachOFile.slices(of: patched(fat, at: 20, 0x7FFF_FFFF)) } == "macho-truncated")
+        #expect(code { _ = try MachOFile.slices(of: patched(fat, at: 4, 0xFFFF_FFFF)) } == "macho-not-macho")
+        #expect(code { _ = try MachOFile.slices(of: Array(fat.prefix(30))) } == "macho-truncated")
+    }
+
+    @Test func flagsWildcardAndMissingDomainsInTheSignature() throws {
+        var wildcard = F.entitlements()
+        wildcard["com.apple.developer.associated-domains"] = .string("*")
+        let star = try AppInspector.inspect(bytes: F.signedExecutable(wildcard), path: "D")
+        #expect(star.findings.map(\.code) == ["signature-wildcard-domains"])
+        #expect(code { _ = try star.entitlementsFile() } == "entitlements-wrong-type")
+
+        var none = F.entitlements()
+        none["com.apple.developer.associated-domains"] = nil
+        let missing = try AppInspector.inspect(bytes: F.signedExecutable(none), path: "D")
+        #expect(missing.findings.map(\.code) == ["signature-missing-domains"])
+        #expect(code { _ = try missing.entitlementsFile() } == "entitlements-missing-key")
+    }
+
+    // MARK: - Zip and .ipa
+
+    @Test func readsStoredAndDeflatedIPA() throws {
+        let profile = try F.profile()
+        let entries = F.ipaEntries(executable: F.signedExecutable(), profile: profile)
+        for archive in [F.zip(entries), try F.deflatedZip(entries)] {
+            let inspection = try AppInspector.inspect(bytes: archive, path: "Demo.ipa")
+            #expect(inspection.kind == .ipa)
+            #expect(inspection.bundle == "Payload/Demo.app")
+            #expect(inspection.executable == "Payload/Demo.app/Demo")
+            #expect(inspection.bundleIdentifier == "com.example.demo")
+            #expect(inspection.signature?.associatedDomains?.count == 3)
+            #expect(inspection.profile?.name == "Demo Distribution")
+            #expect(inspection.profile?.teamIdentifiers == [F.team])
+            #expect(inspection.profile?.associatedDomains == .any)
+            #expect(inspection.findings.map(\.code) == ["profile-wildcard-domains"])
+        }
+    }
+
+    @Test func readsAppFolders() throws {
+        let dir = try F.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let profile = try F.profile()
+        for macOS in [false, true] {
+            let sub = dir.appendingPathComponent(macOS ? "mac" : "ios")
+            let path = try F.writeAppFolder(in: sub, executable: F.signedExecutable(), profile: profile, macOS: macOS)
+            let inspection = try AppInspector.inspect(path: path)
+            #expect(inspection.kind == .app)
+            #expect(inspection.executable?.hasSuffix(macOS ? "Contents/MacOS/Demo" : "Demo.app/Demo") == true)
+            #expect(inspection.appID == F.appID)
+            #expect(inspection.profile != nil)
+        }
+        #expect(code { _ = try AppInspector.inspect(path: dir.appendingPathComponent("absent.ipa").path) } == "app-unreadable")
+    }
+
+    @Test func truncatedZipsNeverCrashAndSayWhy() throws {
+        let archive = F.zip(F.ipaEntries(executable: F.signedExecutable(), profile: nil))
+        var codes: Set<String> = []
+        for length in 0..<archive.count {
+            do {
+                _ = try AppInspector.inspect(bytes: Array(archive.prefix(length)), path: "T.ipa")
+            } catch {
+                codes.insert(error.code)
+            }
+        }
+        #expect(codes.isSubset(of: ["zip-truncated", "zip-corrupt", "macho-not-macho"]))
+        #expect(codes.contains("zip-truncated"))
+        #expect(code { _ = try ZipArchive(bytes: Array(archive.prefix(archive.count - 1))) } == "zip-truncated")
+    }
+
+    @Test func refusesCorruptDirectoriesAndUnsafeNames() throws {
+        let entries = F.ipaEntries(executable: F.signedExecutable(), profile: nil)
+        let archive = F.zip(entries)
+        let end = archive.count - 22
+        func patched(_ offset: Int, _ bytes: [UInt8]) -> [UInt8] {
+            var copy = archive
+            copy.replaceSubrange(offset..<(offset + bytes.count), with: bytes)
+            return copy
+        }
+        let directoryOffset = Int(archive[end + 16]) | Int(archive[end + 17]) << 8 | Int(archive[end + 18]) << 16
+        #expect(code { _ = try ZipArchive(bytes: patched(directoryOffset, [0, 0, 0, 0])) } == "zip-corrupt")
+        #expect(code { _ = try ZipArchive(bytes: patched(end + 10, [0xFF, 0xFF])) } == "zip-corrupt")
+        #expect(code { _ = try ZipArchive(bytes: patched(end + 16, [0xFF, 0xFF, 0xFF, 0x7F])) } == "zip-corrupt")
+        #expect(code { _ = try ZipArchive(bytes: patched(end + 12, [0xFF, 0xFF, 0xFF, 0x0F])) } == "zip-corrupt")
+        #expect(code { _ = try ZipArchive(bytes: patched(directoryOffset + 28, [0xFF, 0xFF])) } == "zip-corrupt")
+        #expect(code { _ = try ZipArchive(bytes: patched(directoryOffset + 42, [0xFF, 0xFF, 0xFF, 0x7F])) } == "zip-corrupt")
+        // A local header that is not one, a CRC that does not match.
+        let zip = try ZipArchive(bytes: patched(0, [0, 0, 0, 0]))
+        #expect(code { _ = try zip.contents(of: zip.entries[0], limit: 1 << 20) } == "zip-corrupt")
+        let crc = try ZipArchive(bytes: patched(directoryOffset + 16, [1, 2, 3, 4]))
+        #expect(code { _ = try crc.contents(of: crc.entries[0], limit: 1 << 20) } == "zip-corrupt")
+        #expect(code { _ = try crc.contents(of: crc.entries[0], limit: 4) } == "zip-too-large")
+
+        for name in ["../evil", "Payload/../../etc/passwd", "/etc/passwd", "Payload\\Demo.app\\Demo", "a\0b", "C:/x"] {
+            #expect(code { _ = try ZipArchive(bytes: F.zip([(name, [1])])) } == "zip-unsafe-path", "\(name)")
+        }
+        #expect(code { _ = try ZipArchive(bytes: F.zip([("a", [1]), ("a", [2])])) } == "zip-corrupt")
+        #expect(code { _ = try AppInspector.inspect(bytes: F.zip([("Other/Demo.app/Demo", [1])]), path: "X.ipa") } == "zip-no-payload")
+        #expect(code { _ = try ZipArchive(bytes: [0x50, 0x4B, 3, 4] + Array(repeating: 0, count: 30)) } == "zip-truncated")
+        #expect(code { _ = try ZipArchive(bytes: Array("PK not really a zip".utf8) + Array(repeating: 0, count: 30)) } == "zip-corrupt")
+    }
+
+    @Test func capsDeflateBombs() throws {
+        let zeros = [UInt8](repeating: 0, count: 4 << 20)
+        let archive = try F.deflatedZip([("Payload/Demo.app/Demo", zeros)])
+        #expect(archive.count < 100_000)
+        let zip = try ZipArchive(bytes: archive)
+        #expect(code { _ = try zip.contents(of: zip.entries[0], limit: 1 << 20) } == "zip-too-large")
+        // A lie about the uncompressed size: inflation stops at the recorded size.
+        var lying = zip.entries[0]
+        lying.uncompressedSize = 1000
+        #expect(code { _ = try zip.contents(of: lying, limit: 1 << 30) } == "zip-corrupt")
+        #expect(try zip.contents(of: zip.entries[0], limit: 8 << 20) == zeros)
+    }
+
+    // MARK: - Profiles and comparisons
+
+    @Test func readsAndRefusesProfiles() throws {
+        let profile = try ProvisioningProfile.parse(try F.profile())
+        #expect(profile.name == "Demo Distribution")
+        #expect(profile.applicationIdentifierPrefixes == [F.team])
+        #expect(profile.applicationIdentifier == F.appID)
+        #expect(profile.expirationDate != nil)
+        #expect(code { _ = try ProvisioningProfile.parse(F.xmlPlist(F.entitlements())) } == "profile-not-cms")
+        #expect(code { _ = try ProvisioningProfile.parse([0x30, 0x80, 0x30, 0x80]) } == "profile-not-cms")
+        #expect(code { _ = try ProvisioningProfile.parse(try F.cmsSign(Array("not a plist".utf8))) } == "profile-malformed")
+        #expect(code { _ = try ProvisioningProfile.parse(try F.cmsSign(F.xmlPlist(["Name": .string("x")]))) } == "profile-malformed")
+        let standalone = try AppInspector.inspect(bytes: try F.profile(), path: "x.mobileprovision")
+        #expect(standalone.kind == .profile)
+        #expect(standalone.appID == F.appID)
+        #expect(code { _ = try AppInspector.inspect(bytes: Array("garbage".utf8), path: "x.mobileprovision") } == "profile-not-cms")
+    }
+
+    @Test func comparesBinaryWithProfile() throws {
+        var explicit = F.portalEntitlements(appID: "ZZZZZ99999.com.example.other")
+        explicit["com.apple.developer.associated-domains"] = .array([.string("applinks:example.com"), .string("applinks:extra.example.com")])
+        explicit["com.apple.developer.team-identifier"] = .string("ZZZZZ99999")
+        let profile = try F.profile(entitlements: explicit, expiration: Date(timeIntervalSince1970: 1_600_000_000))
+        let inspection = try AppInspector.inspect(bytes: F.zip(F.ipaEntries(executable: F.signedExecutable(), profile: profile)), path: "D.ipa")
+        let codes = inspection.findings.map(\.code)
+        #expect(codes.filter { $0 == "profile-missing-domain" }.count == 2) // *.example.com and webcredentials
+        #expect(codes.contains("profile-extra-domain"))
+        #expect(codes.contains("profile-expired"))
+        #expect(codes.contains("app-id-mismatch"))
+        #expect(!codes.contains("team-id-mismatch")) // TeamIdentifier of the profile is still ABCDE12345
+
+        var wildcardApp = F.portalEntitlements(appID: "\(F.team).*")
+        wildcardApp["com.apple.developer.associated-domains"] = nil
+        let noDomains = try AppInspector.inspect(bytes: F.zip(F.ipaEntries(executable: F.signedExecutable(), profile: try F.profile(entitlements: wildcardApp))), path: "D.ipa")
+        #expect(noDomains.findings.map(\.code) == ["profile-missing-domain"])
+    }
+
+    @Test func comparesBinaryWithProject() throws {
+        let inspection = try AppInspector.inspect(bytes: F.signedExecutable(), path: "Demo")
+        let same = EntitlementsFile(associatedDomains: ["applinks:example.com", "applinks:*.example.com ", "webcredentials:EXAMPLE.com"],
+                                    applicationIdentifier: "$(AppIdentifierPrefix)$(CFBundleIdentifier)")
+        #expect(EntitlementsComparison.compare(inspection, project: same, projectPath: "Demo.entitlements").isEmpty)
+
+        let different = EntitlementsFile(associatedDomains: ["applinks:example.com", "applinks:www.example.com"],
+                                         applicationIdentifier: "ABCDE12345.com.example.other")
+        let codes = EntitlementsComparison.compare(inspection, project: different, projectPath: "Demo.entitlements").map(\.code)
+        #expect(codes == ["compare-missing-in-binary", "compare-missing-in-project", "compare-missing-in-project", "app-id-mismatch"])
+
+        let variable = EntitlementsFile(associatedDomains: ["applinks:$(APP_DOMAIN)", "applinks:*.example.com", "webcredentials:example.com"],
+                                        applicationIdentifier: "$(UNKNOWN).x")
+        let resolved = EntitlementsComparison.compare(inspection, project: variable, projectPath: "P", definitions: ["APP_DOMAIN": "example.com"])
+        #expect(resolved.map(\.code) == ["app-id-unresolved"])
+    }
+
+    // MARK: - Fuzz
+
+    /// SplitMix64, so a failure is reproducible from its seed.
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var value = state
+            value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+            return value ^ (value >> 31)
+        }
+    }
+
+    static func mutate(_ input: [UInt8], using random: inout Seeded) -> [UInt8] {
+        var bytes = input
+        for _ in 0..<Int.random(in: 1...4, using: &random) {
+            guard !bytes.isEmpty else { break }
+            let position = Int.random(in: 0..<bytes.count, using: &random)
+            switch Int.random(in: 0..<6, using: &random) {
+            case 0: bytes[position] = UInt8.random(in: 0...255, using: &random)
+            case 1: bytes[position] ^= 1 << UInt8.random(in: 0...7, using: &random)
+            case 2: // an interesting 32-bit value, either byte order
+                let values: [UInt32] = [0, 1, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFF8, 0xFFFF_FFFF]
+                let value = values[Int.random(in: 0..<values.count, using: &random)]
+                let word = Bool.random(using: &random) ? F.be32(value) : F.le32(value)
+                for (index, byte) in word.enumerated() where position + index < bytes.count { bytes[position + index] = byte }
+            case 3: bytes = Array(bytes.prefix(position))
+            case 4: bytes.insert(contentsOf: bytes[position..<min(bytes.count, position + 16)], at: position)
+            default: bytes.removeSubrange(position..<min(bytes.count, position + Int.random(in: 1...32, using: &random)))
+            }
+        }
+        return bytes
+    }
+
+    @Test(arguments: [UInt64(1), 2, 3])
+    func mutatedInputsNeverCrash(seed: UInt64) throws {
+        var random = Seeded(state: seed)
+        let signature = F.superBlob(xml: F.xmlPlist(F.entitlements()), der: F.derEntitlements(F.entitlements()))
+        let thin = F.machO(signature: signature)
+        let fat = F.universal([(.arm64, thin), (.x86_64, F.machO(signature: signature, cpu: .x86_64))], wide: seed == 2)
+        let archive = F.zip(F.ipaEntries(executable: thin, profile: nil))
+        let der = F.derEntitlements(F.entitlements())
+        var outcomes = 0
+        for _ in 0..<1500 {
+            if (try? CodeSignature.parse(Self.mutate(signature, using: &random))) != nil { outcomes += 1 }
+            if (try? DEREntitlements.decode(Self.mutate(der, using: &random))) != nil { outcomes += 1 }
+            if (try? AppInspector.inspect(bytes: Self.mutate(thin, using: &random), path: "m")) != nil { outcomes += 1 }
+            if (try? AppInspector.inspect(bytes: Self.mutate(fat, using: &random), path: "m")) != nil { outcomes += 1 }
+            if (try? AppInspector.inspect(bytes: Self.mutate(archive, using: &random), path: "m.ipa")) != nil { outcomes += 1 }
+        }
+        #expect(outcomes > 0)
+    }
+}
+
+extension AppFixtures {
+    /// A big-endian 32-bit value of a byte array.
+    static func be32ToInt(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+        bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | UInt32($1) }
+    }
+}
