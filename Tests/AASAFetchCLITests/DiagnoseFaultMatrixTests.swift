@@ -294,7 +294,9 @@ struct DiagnoseFaultMatrixTests {
         let developer = try #require(diagnoses[Self.entry("applinks:selfsigned.test?mode=developer", exit: 0, step: nil, code: "").description])
         #expect(developer["developerMode"] as? Bool == true)
         #expect(developer["route"] as? String == "origin")
-        #expect(fixture.origin.requests().contains { $0.host == "selfsigned.test" && $0.userAgent.hasPrefix("swcd ") })
+        #expect(await waitUntil(timeout: .seconds(5)) {
+            fixture.origin.requests().contains { $0.host == "selfsigned.test" && $0.userAgent.hasPrefix("swcd ") }
+        })
 
         // A host on a private address, without --allow-private: refused at the DNS step, no request sent.
         let before = fixture.origin.requests().count
@@ -397,6 +399,7 @@ struct DiagnoseFaultMatrixTests {
         #expect(record("swc101.test", "cdn")?["code"] as? String == "cdn-origin-failure")
         #expect(((record("swc101.test", "cdn")?["cdn"] as? [String: Any])?["headers"] as? [String: Any])?["swcError"] as? String == "SWCERR00101")
         #expect(record("unknown.test", "cdn")?["code"] as? String == "cdn-unknown-domain")
+        _ = await waitUntil(timeout: .seconds(5)) { fixture.cdn.requests().count >= 5 }
         let cdnRequests = fixture.cdn.requests()
         #expect(cdnRequests.count == 5, "\(cdnRequests)")
         #expect(cdnRequests.allSatisfy { $0.serverProtocol == "HTTP/2.0" })

@@ -440,7 +440,8 @@ extension Diagnoser.Walk {
         }
         let privateOnes = addresses.filter(AddressPolicy.isPrivateOrReserved)
         dnsDetails += addresses.map { "\($0)" + (privateOnes.contains($0) ? " (private or reserved)" : "") }
-        let summary = "\(target.host) → \(addresses.joined(separator: ", "))"
+        let summary = "\(host) → \(addresses.joined(separator: ", "))"
+            + (target.connectToEntry != nil ? " (via --connect-to)" : (target.fixedAddresses != nil ? " (from --resolve)" : ""))
         let privateFix = AASAFetcher.fix(for: .privateAddress)
         if !privateOnes.isEmpty, privateOnes.count == addresses.count, !options.allowPrivateAddresses {
             add(DiagnosisStep(step: "dns", title: "DNS", status: .failed, code: "private-address",
@@ -483,7 +484,8 @@ extension Diagnoser.Walk {
                               fix: sawTimeout ? "open port \(target.port) to every address (a firewall that drops packets?)" : AASAFetcher.fix(for: .connectFailure)))
             return (nil, nil, userAgent)
         }
-        add(DiagnosisStep(step: "tcp", title: "TCP connect", status: .passed, summary: tcpDetails.last ?? "connected", details: tcpDetails))
+        add(DiagnosisStep(step: "tcp", title: "TCP connect", status: .passed, summary: tcpDetails.last ?? "connected",
+                          details: tcpDetails.count > 1 ? tcpDetails : []))
 
         // TLS and HTTP: the download itself, certificates collected.
         var fetchOptions = options
