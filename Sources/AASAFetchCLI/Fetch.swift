@@ -18,6 +18,7 @@ extension AASAFetchCommand {
 
         @OptionGroup var input: InputOptions
         @OptionGroup var network: NetworkOptions
+        @OptionGroup var routing: RouteOptions
         @Flag(help: "Print JSON.") var json = false
         @Flag(name: .shortAndLong, help: "No progress on standard error.") var quiet = false
 
@@ -36,14 +37,14 @@ extension AASAFetchCommand {
             let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
             let fetcher = AASAFetcher(transport: client, options: options)
             let progress = ProgressReporter(total: plan.fetches.count, enabled: !quiet && console.stderrIsTerminal && plan.fetches.count > 1)
-            let results = await fetcher.fetchAll(plan.fetches) { done, result in progress.update(done: done, result: result) }
+            let cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
+            let run = await RoutedRun.fetch(plan, route: routing.route, origin: fetcher, cdn: cdn) { done, result in
+                progress.update(done: done, result: result)
+            }
             progress.finish()
             await client.shutdown()
 
-            let report = AssociationJudge.report(
-                plan: plan, results: results, appIDs: loaded.appIDs, appIDSource: loaded.appIDSource,
-                region: region, findings: loaded.findings
-            )
+            let report = run.report(appIDs: loaded.appIDs, appIDSource: loaded.appIDSource, region: region, findings: loaded.findings)
             if json {
                 try console.json(report)
             } else {

@@ -41,7 +41,8 @@ struct HumanRenderer {
         let hostWidth = min(40, (report.domains.map(\.host.count).max() ?? 10) + 2)
         for domain in report.domains {
             let status = domain.httpStatus.map(String.init) ?? "---"
-            console.out("\(mark(domain.associated)) \(pad(domain.host, hostWidth)) \(pad(status, 4)) \(pad(domain.code, 18)) \(domain.entries.joined(separator: ", "))")
+            let hostLabel = domain.route == .cdn ? "\(domain.host) (cdn)" : domain.host
+            console.out("\(mark(domain.associated)) \(pad(hostLabel, hostWidth)) \(pad(status, 4)) \(pad(domain.code, 18)) \(domain.entries.joined(separator: ", "))")
             var rest = domain.findings.filter { !folded.contains($0.code) }
             if domain.code != "ok" || domain.associated == false {
                 let primary = rest.first { $0.code == domain.code && $0.severity == .error }

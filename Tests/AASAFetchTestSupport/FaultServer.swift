@@ -3,7 +3,7 @@ import Synchronization
 
 /// What the ``FaultServer`` does with a connection or request.
 public struct FaultBehavior: Sendable, Hashable, Encodable {
-    /// `never-answer`, `stall-after-headers`, `reset-mid-body`, `respond` or `slow`.
+    /// `never-answer`, `stall-after-headers`, `reset-mid-body`, `respond`, `slow` or `sequence`.
     public var action: String
     /// The HTTP status.
     public var status: Int?
@@ -27,6 +27,15 @@ public struct FaultBehavior: Sendable, Hashable, Encodable {
     public var dripBytes: Int?
     /// Seconds between drips for `slow`.
     public var dripInterval: Double?
+    /// For `sequence`: the behaviour of each request in turn (the last one repeats).
+    public var steps: [FaultBehavior]?
+
+    /// Answers the Nth request (per path, SNI name or default) with the Nth behaviour; the last repeats.
+    public static func sequence(_ steps: [FaultBehavior]) -> FaultBehavior {
+        var behavior = FaultBehavior(action: "sequence")
+        behavior.steps = steps
+        return behavior
+    }
 
     /// Accepts TCP and never completes the TLS handshake (or, per path, never answers).
     public static let neverAnswer = FaultBehavior(action: "never-answer")

@@ -93,7 +93,7 @@ public struct AASAFetcher: Sendable {
         case failure(TransferFailure)
     }
 
-    private func fetchWithRetries(url: String, attempts: inout [FetchAttempt]) async -> Outcome {
+    func fetchWithRetries(url: String, attempts: inout [FetchAttempt]) async -> Outcome {
         var outcome = await fetchOnce(url: url, attempts: &attempts)
         for delay in options.retryDelays {
             guard isTransient(outcome), !Task.isCancelled else { break }
@@ -137,7 +137,9 @@ public struct AASAFetcher: Sendable {
             resolve: options.resolve,
             connectTo: options.connectTo,
             allowPrivateAddresses: options.allowPrivateAddresses,
-            httpVersion: .http1_1
+            httpVersion: options.httpVersion,
+            verifyPeer: options.verifyPeer,
+            collectCertificates: options.collectCertificates
         )
         let started = ContinuousClock.now
         let result: Result<TransferResponse, TransferFailure>
@@ -162,7 +164,7 @@ public struct AASAFetcher: Sendable {
 
     // MARK: - Verdict on one outcome
 
-    private func evaluate(_ outcome: Outcome, host: String, url: String) -> HostFetchResult {
+    func evaluate(_ outcome: Outcome, host: String, url: String) -> HostFetchResult {
         switch outcome {
         case .failure(let failure):
             let code = failure.kind.rawValue

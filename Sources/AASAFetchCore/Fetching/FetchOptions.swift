@@ -1,3 +1,5 @@
+import CurlTransport
+
 /// How downloads are made (SPEC §2). The defaults are Apple's.
 public struct FetchOptions: Sendable, Hashable {
     /// The `User-Agent` (Apple's CDN sends `AASA-Bot/1.0.0` to origin servers).
@@ -20,6 +22,13 @@ public struct FetchOptions: Sendable, Hashable {
     public var retryDelays: [Double] = [1, 3]
     /// The most downloads in flight at once.
     public var concurrency: Int = 32
+
+    /// The HTTP version negotiated: HTTP/1.1 for origins, HTTP/2 for the Apple CDN (one shared connection).
+    public var httpVersion: HTTPVersion = .http1_1
+    /// Whether the certificate is verified; `false` only when diagnosing what a failing certificate says.
+    public var verifyPeer: Bool = true
+    /// Whether responses carry the server's certificate chain (for diagnosis).
+    public var collectCertificates: Bool = false
 
     /// Creates options with Apple's defaults.
     public init() {}

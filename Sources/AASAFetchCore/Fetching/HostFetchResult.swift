@@ -52,6 +52,8 @@ public struct HostFetchResult: Sendable {
     public var attempts: [FetchAttempt]
     /// Position in which this download started (0 first).
     public var startOrder: Int
+    /// For an answer of Apple's CDN: its `Apple-*` and cache headers, decoded.
+    public var cdn: CDNHeaders?
 
     /// Creates a result.
     public init(

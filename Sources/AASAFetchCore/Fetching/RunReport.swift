@@ -80,10 +80,13 @@ public struct DomainReport: Sendable, Encodable {
     public var findings: [Finding]
     /// Every request made.
     public var attempts: [FetchAttempt]
+    /// Apple's CDN's answer for this host: with `--route cdn` the record's own answer, with
+    /// `--route both` the CDN's side compared with the origin's; `nil` for origin-only records.
+    public var cdn: CDNRecord? = nil
 
     private enum CodingKeys: String, CodingKey {
         case host, entries, route, tier, startOrder, associated, code, reason, httpStatus, url
-        case redirectLocation, contentType, bytes, appIDs, customRoot, findings, attempts
+        case redirectLocation, contentType, bytes, appIDs, customRoot, findings, attempts, cdn
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -105,6 +108,7 @@ public struct DomainReport: Sendable, Encodable {
         try c.encode(reliesOnExtraCA, forKey: .customRoot)
         try c.encode(findings, forKey: .findings)
         try c.encode(attempts, forKey: .attempts)
+        try c.encode(cdn, forKey: .cdn)
     }
 }
 

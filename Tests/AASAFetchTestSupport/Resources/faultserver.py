@@ -21,6 +21,8 @@ A behaviour B is an object with "action":
                        Content-Length)
   slow                 like respond, but the body is dripped "dripBytes" (default 1) at a time
                        every "dripInterval" seconds (default 0.5)
+  sequence             "steps": a list of behaviours; the Nth request chosen by the same path or
+                       host key gets the Nth one (the last one repeats), e.g. 500 then 200
 Each request is logged to --log as one JSON object a line: path, host, userAgent, sni, headers.
 """
 
@@ -40,6 +42,19 @@ import time
 HOLD_SECONDS = 60
 LOG_LOCK = threading.Lock()
 SNI_BY_SOCKET = {}
+COUNTS = {}
+COUNTS_LOCK = threading.Lock()
+
+
+def resolve_sequence(key, behaviour):
+    """For a "sequence" behaviour, the step for this request (counted per key)."""
+    if behaviour.get("action") != "sequence":
+        return behaviour
+    steps = behaviour.get("steps") or [{"action": "respond", "status": 500}]
+    with COUNTS_LOCK:
+        count = COUNTS.get(key, 0)
+        COUNTS[key] = count + 1
+    return steps[min(count, len(steps) - 1)]
 
 
 def log(path, record):
@@ -72,8 +87,9 @@ def header_lines(behaviour):
 
 def head(status, headers):
     reasons = {200: "OK", 301: "Moved Permanently", 302: "Found", 304: "Not Modified",
-               404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
-               503: "Service Unavailable"}
+               307: "Temporary Redirect", 308: "Permanent Redirect", 403: "Forbidden",
+               404: "Not Found", 405: "Method Not Allowed", 410: "Gone", 429: "Too Many Requests",
+               500: "Internal Server Error", 503: "Service Unavailable"}
     lines = ["HTTP/1.1 %d %s" % (status, reasons.get(status, "Status"))]
     lines += ["%s: %s" % (name, value) for name, value in headers]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
@@ -186,8 +202,16 @@ def serve(raw, context, script, log_path):
                        "userAgent": request["headers"].get("user-agent"),
                        "sni": sni, "headers": request["headers"]})
         path_only = request["path"].split("?", 1)[0]
+        if request["path"] in paths:
+            key = "path:" + request["path"]
+        elif path_only in paths:
+            key = "path:" + path_only
+        elif (sni or "") in hosts:
+            key = "host:" + (sni or "")
+        else:
+            key = "default"
         behaviour = paths.get(request["path"]) or paths.get(path_only) or hosts.get(sni or "") or default
-        perform(conn, behaviour)
+        perform(conn, resolve_sequence(key, behaviour))
     except (OSError, ssl.SSLError, ValueError):
         try:
             raw.close()

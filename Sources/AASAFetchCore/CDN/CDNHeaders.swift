@@ -1,0 +1,146 @@
+import CurlTransport
+import Foundation
+
+/// The headers of an Apple CDN answer, decoded (apple-behavior.md §3.8): the failure reason split
+/// into its `SWCERR…` code, its text and the origin's HTTP status; the JSON failure details; the
+/// origin URL the CDN fetched; whether it tells the device to try directly; and the cache headers.
+///
+/// JSON shape (every key present, `null` when absent):
+/// `{"httpStatus": 404, "httpVersion": "2", "failureReason": "SWCERR00101 Bad HTTP Response: 404 Not Found",
+///   "swcError": "SWCERR00101", "failureText": "Bad HTTP Response: 404 Not Found", "originStatus": 404,
+///   "failureDetails": {"status": "404 Not Found"}, "from": "https://example.com/.well-known/apple-app-site-association",
+///   "tryDirect": false, "originFormat": null, "age": 120, "cacheControl": "max-age=3600,public", "maxAge": 3600}`.
+public struct CDNHeaders: Sendable, Hashable, Codable {
+    /// The CDN's own HTTP status (not the origin's).
+    public var httpStatus: Int
+    /// The negotiated HTTP version (`2` when the CDN multiplexes).
+    public var httpVersion: String
+    /// `Apple-Failure-Reason` as sent.
+    public var failureReason: String?
+    /// The `SWCERR…` code at the start of the failure reason.
+    public var swcError: String?
+    /// The failure reason after the code, e.g. `Bad HTTP Response: 403 Forbidden` or `Timeout`.
+    public var failureText: String?
+    /// The origin's HTTP status the CDN saw, from the details' `status` or the reason text.
+    public var originStatus: Int?
+    /// `Apple-Failure-Details` decoded (a JSON object; values as text), e.g. `{"cause": "context deadline exceeded"}`.
+    public var failureDetails: [String: String]?
+    /// `Apple-Failure-Details` as sent, when it is not a JSON object.
+    public var failureDetailsRaw: String?
+    /// `Apple-From`: the origin URL the CDN fetched.
+    public var from: String?
+    /// `Apple-Try-Direct`: whether the CDN tells the device it may fetch from the origin itself.
+    public var tryDirect: Bool?
+    /// `Apple-Origin-Format` (`json` on success).
+    public var originFormat: String?
+    /// `Age`: seconds the CDN has held this answer.
+    public var age: Int?
+    /// `Cache-Control` as sent.
+    public var cacheControl: String?
+    /// The `max-age` of `Cache-Control`.
+    public var maxAge: Int?
+
+    /// Creates an empty description for a status.
+    public init(httpStatus: Int, httpVersion: String = "") {
+        self.httpStatus = httpStatus
+        self.httpVersion = httpVersion
+    }
+
+    /// Decodes the headers of a CDN response.
+    public init(response: TransferResponse) {
+        self.init(httpStatus: response.status, httpVersion: response.httpVersion)
+        if let reason = response.header("Apple-Failure-Reason")?.trimmingCharacters(in: .whitespaces), !reason.isEmpty {
+            failureReason = reason
+            let parts = reason.split(separator: " ", maxSplits: 1)
+            if let first = parts.first, first.hasPrefix("SWCERR") {
+                swcError = String(first)
+                failureText = parts.count > 1 ? String(parts[1]) : nil
+            } else {
+                failureText = reason
+            }
+        }
+        if let details = response.header("Apple-Failure-Details")?.trimmingCharacters(in: .whitespaces), !details.isEmpty {
+            if let object = (try? JSONSerialization.jsonObject(with: Data(details.utf8), options: [.fragmentsAllowed])) as? [String: Any] {
+                var decoded: [String: String] = [:]
+                for (key, value) in object {
+                    decoded[key] = (value as? String) ?? "\(value)"
+                }
+                failureDetails = decoded
+            } else {
+                failureDetailsRaw = details
+            }
+        }
+        originStatus = Self.leadingStatus(failureDetails?["status"]) ?? Self.statusInReason(failureText)
+        from = response.header("Apple-From")
+        if let direct = response.header("Apple-Try-Direct")?.trimmingCharacters(in: .whitespaces).lowercased() {
+            tryDirect = direct == "true" ? true : (direct == "false" ? false : nil)
+        }
+        originFormat = response.header("Apple-Origin-Format")
+        age = response.header("Age").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        cacheControl = response.header("Cache-Control")
+        maxAge = cacheControl.flatMap(Self.maxAge(in:))
+    }
+
+    /// The device log's wording: reason, ` -- `, details (as `swcd` logs a CDN refusal).
+    public var logLine: String? {
+        guard let failureReason else { return nil }
+        let details = failureDetails.map { dictionary in
+            "{" + dictionary.keys.sorted().map { "\"\($0)\":\"\(dictionary[$0] ?? "")\"" }.joined(separator: ",") + "}"
+        } ?? failureDetailsRaw
+        return details.map { "\(failureReason) -- \($0)" } ?? failureReason
+    }
+
+    /// `Age` and `Cache-Control` in words, e.g. `Age 5000 s, Cache-Control max-age=21600,public`.
+    public var cacheSummary: String {
+        var parts: [String] = []
+        if let age { parts.append("Age \(age) s") }
+        if let cacheControl { parts.append("Cache-Control \(cacheControl)") }
+        return parts.isEmpty ? "no Age or Cache-Control header" : parts.joined(separator: ", ")
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case httpStatus, httpVersion, failureReason, swcError, failureText, originStatus, failureDetails
+        case failureDetailsRaw, from, tryDirect, originFormat, age, cacheControl, maxAge
+    }
+
+    /// Encodes every key, `null` when absent.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(httpStatus, forKey: .httpStatus)
+        try c.encode(httpVersion, forKey: .httpVersion)
+        try c.encode(failureReason, forKey: .failureReason)
+        try c.encode(swcError, forKey: .swcError)
+        try c.encode(failureText, forKey: .failureText)
+        try c.encode(originStatus, forKey: .originStatus)
+        try c.encode(failureDetails, forKey: .failureDetails)
+        try c.encode(failureDetailsRaw, forKey: .failureDetailsRaw)
+        try c.encode(from, forKey: .from)
+        try c.encode(tryDirect, forKey: .tryDirect)
+        try c.encode(originFormat, forKey: .originFormat)
+        try c.encode(age, forKey: .age)
+        try c.encode(cacheControl, forKey: .cacheControl)
+        try c.encode(maxAge, forKey: .maxAge)
+    }
+
+    private static func leadingStatus(_ text: String?) -> Int? {
+        guard let text else { return nil }
+        let digits = text.trimmingCharacters(in: .whitespaces).prefix { $0.isNumber }
+        guard digits.count == 3 else { return nil }
+        return Int(digits)
+    }
+
+    private static func statusInReason(_ text: String?) -> Int? {
+        guard let text, let range = text.range(of: "Response:") else { return nil }
+        return leadingStatus(String(text[range.upperBound...]))
+    }
+
+    private static func maxAge(in cacheControl: String) -> Int? {
+        for directive in cacheControl.split(separator: ",") {
+            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            if parts.count == 2, parts[0] == "max-age" || parts[0] == "s-maxage", let value = Int(parts[1]) {
+                return value
+            }
+        }
+        return nil
+    }
+}

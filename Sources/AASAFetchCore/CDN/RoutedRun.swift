@@ -1,0 +1,220 @@
+/// Which route a run downloads from (`--route`, SPEC §3).
+public enum RouteChoice: String, Sendable, Codable, Hashable, CaseIterable {
+    /// Every host from its origin (the default).
+    case origin
+    /// Plain entries through Apple's CDN; `?mode=developer`/`managed` entries from the origin.
+    case cdn
+    /// The origin decides; plain entries are also fetched through the CDN and compared by meaning.
+    case both
+}
+
+/// Apple's CDN's answer for one host, as the `cdn` sub-record of a domain record.
+///
+/// JSON shape (every key present): `{"url", "code", "associated", "reason", "httpStatus",
+/// "appIDs": {service: [id]}, "headers": CDNHeaders, "changes": [AASAChange] | null, "findings", "attempts"}`.
+/// `changes` is set only with `--route both` when both sides delivered a file: what the origin's
+/// file has that the CDN's copy lacks (from the CDN copy to the origin file), empty when they mean the same.
+public struct CDNRecord: Sendable, Encodable {
+    /// The CDN URL fetched.
+    public var url: String
+    /// `ok`, or the CDN side's first failure code (`cdn-origin-failure`, `cdn-not-found`, `app-not-listed`, …).
+    public var code: String
+    /// Whether the CDN's copy associates the app (`nil` when no app ID is known).
+    public var associated: Bool?
+    /// One line on the CDN's answer.
+    public var reason: String
+    /// The CDN's HTTP status.
+    public var httpStatus: Int?
+    /// The app IDs the CDN's copy lists, per service.
+    public var appIDs: [String: [String]]
+    /// The CDN's headers, decoded (`nil` when no answer came).
+    public var headers: CDNHeaders?
+    /// With `--route both`: the differences from the CDN's copy to the origin's file.
+    public var changes: [AASAChange]?
+    /// Findings about the CDN's answer.
+    public var findings: [Finding]
+    /// Every request made to the CDN.
+    public var attempts: [FetchAttempt]
+
+    /// Builds the record from the CDN side's domain record and result.
+    public init(domain: DomainReport, result: HostFetchResult?, changes: [AASAChange]? = nil) {
+        url = domain.url
+        code = domain.code
+        associated = domain.associated
+        reason = domain.reason
+        httpStatus = domain.httpStatus
+        appIDs = domain.appIDs
+        headers = result?.cdn
+        self.changes = changes
+        findings = domain.findings
+        attempts = domain.attempts
+    }
+
+    /// Builds the record straight from a CDN result (for `diagnose`).
+    public init(result: HostFetchResult, associated: Bool?, changes: [AASAChange]?) {
+        url = result.url
+        code = result.code
+        self.associated = associated
+        reason = result.reason
+        httpStatus = result.httpStatus
+        var byService: [String: [String]] = [:]
+        for service in result.document?.services ?? [] {
+            byService[service.name] = result.document?.appIDs(for: service)
+        }
+        appIDs = byService
+        headers = result.cdn
+        self.changes = changes
+        findings = result.findings
+        attempts = result.attempts
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case url, code, associated, reason, httpStatus, appIDs, headers, changes, findings, attempts
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(url, forKey: .url)
+        try c.encode(code, forKey: .code)
+        try c.encode(associated, forKey: .associated)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(httpStatus, forKey: .httpStatus)
+        try c.encode(appIDs, forKey: .appIDs)
+        try c.encode(headers, forKey: .headers)
+        try c.encode(changes, forKey: .changes)
+        try c.encode(findings, forKey: .findings)
+        try c.encode(attempts, forKey: .attempts)
+    }
+}
+
+/// The downloads of one run over the chosen route, before judging.
+public struct RoutedRun: Sendable {
+    /// The route chosen.
+    public var route: RouteChoice
+    /// The plan whose results decide the verdict: origin fetches, CDN fetches (`cdn`), or both kinds.
+    public var plan: FetchPlan
+    /// Results of ``plan``'s fetches, in plan order; each carries its route.
+    public var results: [HostFetchResult]
+    /// With `both`: the CDN fetches made for comparison (plain entries only), and their results.
+    public var comparisonFetches: [PlannedFetch]
+    /// Results of ``comparisonFetches``.
+    public var comparisonResults: [HostFetchResult]
+
+    /// Splits a plan by route. `?mode=developer`/`managed` entries always go to the origin; with
+    /// `cdn` a host with both kinds of entries is fetched once per route; with `both` the verdict
+    /// plan stays the origin's and the CDN fetches are returned for comparison.
+    public static func split(_ plan: FetchPlan, route: RouteChoice) -> (plan: FetchPlan, comparison: [PlannedFetch]) {
+        func isDirect(_ index: Int) -> Bool { plan.entries[index].mode != nil }
+        switch route {
+        case .origin:
+            return (plan, [])
+        case .cdn:
+            var routed = plan
+            routed.fetches = plan.fetches.flatMap { fetch -> [PlannedFetch] in
+                let viaCDN = fetch.entryIndexes.filter { !isDirect($0) }
+                let direct = fetch.entryIndexes.filter(isDirect)
+                var split: [PlannedFetch] = []
+                if !viaCDN.isEmpty { split.append(PlannedFetch(host: fetch.host, route: .cdn, tier: fetch.tier, entryIndexes: viaCDN)) }
+                if !direct.isEmpty { split.append(PlannedFetch(host: fetch.host, route: .origin, tier: fetch.tier, entryIndexes: direct)) }
+                return split
+            }
+            return (routed, [])
+        case .both:
+            let comparison = plan.fetches.compactMap { fetch -> PlannedFetch? in
+                let viaCDN = fetch.entryIndexes.filter { !isDirect($0) }
+                return viaCDN.isEmpty ? nil : PlannedFetch(host: fetch.host, route: .cdn, tier: fetch.tier, entryIndexes: viaCDN)
+            }
+            return (plan, comparison)
+        }
+    }
+
+    /// Downloads a plan over a route: origin fetches with `origin`, CDN fetches with `cdn` (one
+    /// shared HTTP/2 connection), both at once.
+    ///
+    /// - Parameter progress: called after each verdict fetch finishes (origin ones), as ``AASAFetcher/fetchAll(_:progress:)``.
+    public static func fetch(
+        _ plan: FetchPlan, route: RouteChoice, origin: AASAFetcher, cdn: CDNFetcher,
+        progress: @escaping @Sendable (Int, HostFetchResult) -> Void = { _, _ in }
+    ) async -> RoutedRun {
+        let (routed, comparison) = split(plan, route: route)
+        let originIndexes = routed.fetches.indices.filter { routed.fetches[$0].route == .origin }
+        let cdnIndexes = routed.fetches.indices.filter { routed.fetches[$0].route == .cdn }
+        async let originResults = origin.fetchAll(originIndexes.map { routed.fetches[$0] }, progress: progress)
+        async let cdnResults = cdn.fetchAll(cdnIndexes.map { routed.fetches[$0] } + comparison)
+        let byOrigin = await originResults
+        let byCDN = await cdnResults
+        var results: [HostFetchResult?] = Array(repeating: nil, count: routed.fetches.count)
+        for (position, index) in originIndexes.enumerated() { results[index] = byOrigin[position] }
+        for (position, index) in cdnIndexes.enumerated() { results[index] = byCDN[position] }
+        let merged = results.enumerated().map { index, result -> HostFetchResult in
+            var result = result ?? HostFetchResult(host: routed.fetches[index].host, route: routed.fetches[index].route, url: "",
+                                                   code: "cancelled", reason: "the run was cancelled")
+            result.startOrder = index
+            return result
+        }
+        return RoutedRun(route: route, plan: routed, results: merged, comparisonFetches: comparison,
+                         comparisonResults: Array(byCDN.dropFirst(cdnIndexes.count)))
+    }
+
+    /// Judges the run: ``AssociationJudge`` on the verdict plan, then the `cdn` sub-records and,
+    /// with `both`, the comparison findings (`cdn-stale`, CDN failures as warnings: the verdict and
+    /// the exit status follow the origin, so a CDN that is merely behind never fails a run).
+    public func report(appIDs: [String], appIDSource: AppIDSource, region: String?, findings: [Finding] = []) -> RunReport {
+        var report = AssociationJudge.report(plan: plan, results: results, appIDs: appIDs, appIDSource: appIDSource,
+                                             region: region, findings: findings)
+        for index in report.domains.indices where report.domains[index].route == .cdn {
+            let result = results.first { $0.route == .cdn && $0.host == report.domains[index].host }
+            report.domains[index].cdn = CDNRecord(domain: report.domains[index], result: result)
+        }
+        guard route == .both, !comparisonFetches.isEmpty else { return report }
+
+        var comparisonPlan = plan
+        comparisonPlan.fetches = comparisonFetches
+        let cdnReport = AssociationJudge.report(plan: comparisonPlan, results: comparisonResults, appIDs: appIDs,
+                                                appIDSource: appIDSource, region: region)
+        var added = 0
+        for index in report.domains.indices {
+            let host = report.domains[index].host
+            guard let position = comparisonFetches.firstIndex(where: { $0.host == host }) else { continue }
+            let cdnDomain = cdnReport.domains[position]
+            let cdnResult = comparisonResults[position]
+            let originResult = results.first { $0.host == host && $0.route == .origin }
+            let comparison = Self.compare(origin: originResult, originAssociated: report.domains[index].associated,
+                                          cdn: cdnResult, cdnAssociated: cdnDomain.associated)
+            report.domains[index].cdn = CDNRecord(domain: cdnDomain, result: cdnResult, changes: comparison.changes)
+            report.domains[index].findings += comparison.findings
+            added += comparison.findings.filter { $0.severity == .warning }.count
+        }
+        report.summary.warnings += added
+        return report
+    }
+
+    /// Compares the origin's and the CDN's answers for one host by meaning.
+    /// - Returns: the changes from the CDN copy to the origin file (when both delivered one) and
+    ///   warning findings for the domain record.
+    public static func compare(
+        origin: HostFetchResult?, originAssociated: Bool?, cdn: HostFetchResult, cdnAssociated: Bool?
+    ) -> (changes: [AASAChange]?, findings: [Finding]) {
+        let cache = cdn.cdn?.cacheSummary ?? "no cache headers"
+        let fix = "nothing to change on the server if the origin is right: the CDN refreshes about once a day and devices about once a week (reinstalling the app fetches again); test with ?mode=developer meanwhile"
+        switch (origin?.document, cdn.document) {
+        case (let originDocument?, let cdnDocument?):
+            let changes = AASADiff.changes(from: cdnDocument, to: originDocument)
+            guard !changes.isEmpty else { return ([], []) }
+            var message = "Apple's CDN serves a copy that differs in meaning from the origin's file (\(changes.count) difference\(changes.count == 1 ? "" : "s"): \(changes[0].description)); \(cache)"
+            if cdnAssociated == false, originAssociated == true {
+                message += "; devices using the CDN do not associate until it refreshes"
+            }
+            return (changes, [.warning("cdn-stale", message, location: cdn.url, fix: fix)])
+        case (nil, _?):
+            let state = origin.map { $0.code } ?? "not fetched"
+            return (nil, [.warning("cdn-stale",
+                                   "Apple's CDN still serves a copy that the origin no longer delivers (origin: \(state)); devices keep it until the CDN refreshes; \(cache)",
+                                   location: cdn.url, fix: "fix the origin before the CDN's copy expires")])
+        case (_, nil):
+            let primary = cdn.findings.first { $0.severity == .error }
+            let message = "Apple's CDN has no usable copy: \(cdn.reason)"
+            return (nil, [.warning(cdn.code, message, location: cdn.url, fix: primary?.fix)])
+        }
+    }
+}

@@ -1,0 +1,459 @@
+import AASAFetchTestSupport
+import Foundation
+import Testing
+
+/// `aasa-fetch diagnose` (and `--route cdn|both`) end to end over a fault matrix: a real nginx as
+/// the origins, a second nginx speaking HTTP/2 as a local fake Apple CDN (404s with `Apple-*`
+/// headers per location), and the fault server for stalls, resets, never-answering hosts and
+/// "500 then 200". Everything on 127.0.0.1; every server is stopped by the test that started it.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct DiagnoseFaultMatrixTests {
+    static let appID = "ABCDE12345.com.example.app"
+    static let good = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/*"}]}]},"webcredentials":{"apps":["ABCDE12345.com.example.app"]}}"#
+    static let older = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/old/*"}]}]},"webcredentials":{"apps":["ABCDE12345.com.example.app"]}}"#
+    static let otherApp = #"{"applinks":{"details":[{"appIDs":["ZYXWV98765.com.example.other"],"components":[{"/":"/*"}]}]}}"#
+    static let syntaxError = "{\n  \"applinks\": {\n    \"details\": [\n      {\"appIDs\": [\"ABCDE12345.com.example.app\"],}\n    ]\n  }\n}\n"
+
+    /// The three servers and the arguments that reach them.
+    struct Fixture {
+        let origin: NginxServer
+        let cdn: NginxServer
+        let fault: FaultServer
+        let ca: TestCA
+        let root: URL
+
+        func stop() {
+            origin.stop()
+            cdn.stop()
+            fault.stop()
+            try? FileManager.default.removeItem(at: root)
+        }
+
+        static let faultHosts = ["never.test", "stall.test", "reset.test", "retry.test", "chunked.test"]
+
+        /// Sends the CDN and the fault hosts to their servers, everything else to the origin nginx;
+        /// short timeouts and retries so the suite stays fast.
+        var network: [String] {
+            var arguments = ["--cacert", ca.caCertPath, "--connect-to", "cdn.test:443:127.0.0.1:\(cdn.port)"]
+            for host in Self.faultHosts { arguments += ["--connect-to", "\(host):443:127.0.0.1:\(fault.port)"] }
+            arguments += ["--connect-to", origin.connectTo, "--allow-private", "--retry-delays", "0.05",
+                          "--connect-timeout", "1", "--max-time", "2", "--cdn-base", "https://cdn.test/a/v1/"]
+            return arguments
+        }
+
+        static func start() async throws -> Fixture {
+            let ca = try TestCA.shared()
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-diagnose-\(UUID().uuidString)")
+            func site(_ host: String, wellKnown: String? = nil, legacy: String? = nil) throws -> String {
+                let dir = root.appendingPathComponent(host)
+                try FileManager.default.createDirectory(at: dir.appendingPathComponent(".well-known"), withIntermediateDirectories: true)
+                if let wellKnown { try Data(wellKnown.utf8).write(to: dir.appendingPathComponent(".well-known/apple-app-site-association")) }
+                if let legacy { try Data(legacy.utf8).write(to: dir.appendingPathComponent("apple-app-site-association")) }
+                return dir.path
+            }
+            let json = "location ~ apple-app-site-association$ { default_type application/json; }"
+            let plain: [(String, String?, [String])] = [
+                ("approved.test", good, [json]),
+                ("wild.test", good, [json]),
+                ("botblock.test", good, ["if ($http_user_agent ~ AASA-Bot) { return 403; }", json]),
+                ("e404.test", nil, []),
+                ("e410.test", nil, ["return 410;"]),
+                ("e429.test", nil, ["return 429;"]),
+                ("e503.test", nil, ["return 503;"]),
+                ("html.test", "<!DOCTYPE html><html><body>app</body></html>", ["default_type text/html;"]),
+                ("bom.test", "\u{FEFF}" + good, [json]),
+                ("syntax.test", syntaxError, [json]),
+                ("noapplinks.test", #"{"hello":"world"}"#, [json]),
+                ("missingapp.test", otherApp, [json]),
+                ("webcredonly.test", #"{"webcredentials":{"apps":["ABCDE12345.com.example.app"]}}"#, [json]),
+                ("big.test", "{\"applinks\":{\"details\":[]},\"pad\":\"" + String(repeating: "x", count: 200 * 1024) + "\"}", [json]),
+                ("stale.test", good, [json]),
+                ("stalemissing.test", good, [json]),
+            ]
+            let redirects = [301, 302, 307, 308]
+            let names = plain.map(\.0) + redirects.map { "r\($0).test" } + ["legacy.test", "bomb.test"]
+            let valid = try ca.leaf(for: names)
+            var hosts: [NginxVirtualHost] = try plain.map { host, body, directives in
+                NginxVirtualHost(certificate: valid, serverNames: [host], documentRoot: try site(host, wellKnown: body), directives: directives)
+            }
+            for status in redirects {
+                hosts.append(NginxVirtualHost(certificate: valid, serverNames: ["r\(status).test"], documentRoot: try site("r\(status).test"),
+                                              directives: ["return \(status) https://approved.test$request_uri;"]))
+            }
+            hosts.append(NginxVirtualHost(certificate: valid, serverNames: ["legacy.test"], documentRoot: try site("legacy.test", legacy: good), directives: [json]))
+            let bombDir = try site("bomb.test")
+            let bomb = try ChildProcess.run("/bin/sh", ["-c", "head -c 20000000 /dev/zero | gzip -9 > '\(bombDir)/.well-known/apple-app-site-association.gz'"],
+                                            timeout: .seconds(30))
+            #expect(bomb.status == 0)
+            hosts.append(NginxVirtualHost(certificate: valid, serverNames: ["bomb.test"], documentRoot: bombDir, directives: ["gzip_static always;", json]))
+            for (host, kind) in [("expired.test", TestCA.LeafKind.expired), ("future.test", .notYetValid),
+                                 ("selfsigned.test", .selfSigned), ("untrusted.test", .untrustedIssuer)] {
+                hosts.append(NginxVirtualHost(certificate: try ca.leaf(for: [host], kind: kind), serverNames: [host],
+                                              documentRoot: try site(host, wellKnown: good), directives: [json]))
+            }
+            hosts.append(NginxVirtualHost(certificate: try ca.leaf(for: ["someone-else.test"]), serverNames: ["wrongname.test"],
+                                          documentRoot: try site("wrongname.test", wellKnown: good), directives: [json]))
+            let origin = try await NginxServer.start(hosts: hosts, http2: false)
+
+            // The fake CDN: copies under /a/v1/HOST, failures as 404s with Apple-* headers.
+            let cdnRoot = root.appendingPathComponent("cdn")
+            try FileManager.default.createDirectory(at: cdnRoot.appendingPathComponent("a/v1"), withIntermediateDirectories: true)
+            for (host, body) in [("approved.test", good), ("wild.test", good), ("stale.test", older), ("stalemissing.test", otherApp)] {
+                try Data(body.utf8).write(to: cdnRoot.appendingPathComponent("a/v1/\(host)"))
+            }
+            func failure(_ host: String, reason: String, details: String, tryDirect: Bool, maxAge: Int) -> String {
+                """
+                location = /a/v1/\(host) {
+                    add_header Apple-Failure-Reason "\(reason)" always;
+                    add_header Apple-Failure-Details '\(details)' always;
+                    add_header Apple-From "https://\(host)/.well-known/apple-app-site-association" always;
+                    add_header Apple-Try-Direct \(tryDirect) always;
+                    add_header Cache-Control "max-age=\(maxAge),public" always;
+                    return 404 "Not Found";
+                }
+                """
+            }
+            let cdnDirectives = [
+                "default_type application/json;",
+                "location /a/v1/ { add_header Apple-Origin-Format json; add_header Cache-Control \"max-age=21600,public\"; }",
+                "location = /a/v1/stale.test { add_header Age 5000; add_header Cache-Control \"max-age=21600,public\"; }",
+                "location = /a/v1/stalemissing.test { add_header Age 7000; add_header Cache-Control \"max-age=21600,public\"; }",
+                failure("swc101.test", reason: "SWCERR00101 Bad HTTP Response: 404 Not Found", details: #"{"status":"404 Not Found"}"#, tryDirect: false, maxAge: 3600),
+                failure("botblock.test", reason: "SWCERR00101 Bad HTTP Response: 403 Forbidden", details: #"{"status":"403 Forbidden"}"#, tryDirect: false, maxAge: 3600),
+                failure("swc301.test", reason: "SWCERR00301 Timeout",
+                        details: #"{"cause":"context deadline exceeded (Client.Timeout exceeded while awaiting headers)"}"#, tryDirect: true, maxAge: 1800),
+                failure("swc202.test", reason: "SWCERR00202 Connections to private/reserved IP addresses are not allowed",
+                        details: #"{"cause":"private address"}"#, tryDirect: false, maxAge: 3600),
+                "location = /a/v1/unknown.test { return 405; }",
+                "location = /a/v1/nocopy.test { return 404 \"Not Found\"; }",
+            ]
+            let cdn: NginxServer
+            do {
+                cdn = try await NginxServer.start(
+                    hosts: [NginxVirtualHost(certificate: try ca.leaf(for: ["cdn.test"]), serverNames: ["cdn.test"],
+                                             documentRoot: cdnRoot.path, directives: cdnDirectives)],
+                    http2: true)
+            } catch {
+                origin.stop()
+                throw error
+            }
+
+            let faultCertificate = try ca.leaf(for: Self.faultHosts)
+            let script = FaultScript(
+                default: .respond(status: 404, body: "not found"),
+                hosts: [
+                    "never.test": .neverAnswer,
+                    "stall.test": .stallAfterHeaders(contentLength: 1000),
+                    "reset.test": .resetMidBody(contentLength: 1000, partialBytes: 100),
+                    "retry.test": .sequence([.respond(status: 500, body: "busy"),
+                                             .respond(headers: [("Content-Type", "application/json")], body: good)]),
+                    "chunked.test": .respond(headers: [("Content-Type", "application/json")], body: String(repeating: "x", count: 1024),
+                                             repeat: 200, chunked: true),
+                ])
+            let fault: FaultServer
+            do {
+                fault = try await FaultServer.start(script: script, certificate: faultCertificate)
+            } catch {
+                origin.stop()
+                cdn.stop()
+                throw error
+            }
+            return Fixture(origin: origin, cdn: cdn, fault: fault, ca: ca, root: root)
+        }
+    }
+
+    /// What one scenario must give.
+    struct Scenario: CustomStringConvertible {
+        var arguments: [String]
+        var exit: Int32
+        var failedStep: String?
+        var code: String
+        /// A step expected to be warned (with its code), for scenarios that pass with a warning.
+        var warned: (step: String, code: String)? = nil
+
+        var description: String { arguments.joined(separator: " ") }
+    }
+
+    /// Runs `diagnose` for a scenario and checks step, code, exit status, no crash and no hang.
+    @discardableResult
+    static func check(_ scenario: Scenario, network: [String]) throws -> [String: Any] {
+        let started = ContinuousClock.now
+        let result = try ToolRunner.run(["diagnose"] + scenario.arguments + network + ["--json"], timeout: .seconds(60))
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed < .seconds(30), "\(scenario) took \(elapsed)")
+        #expect(!result.stderr.contains("Fatal error"), "\(scenario): \(result.stderr)")
+        #expect(result.status == scenario.exit, "\(scenario): exit \(result.status)\n\(result.stdout.prefix(3000))\n\(result.stderr)")
+        let report = try result.json()
+        let diagnosis = try #require((report["diagnoses"] as? [[String: Any]])?.first, "\(scenario)")
+        #expect(diagnosis["failedStep"] as? String == scenario.failedStep, "\(scenario): \(diagnosis["failedStep"] ?? "nil") \(diagnosis["code"] ?? "")")
+        #expect(diagnosis["code"] as? String == scenario.code, "\(scenario): \(diagnosis["code"] ?? "")")
+        let steps = diagnosis["steps"] as? [[String: Any]] ?? []
+        if let failedStep = scenario.failedStep {
+            let step = try #require(steps.first { $0["step"] as? String == failedStep && $0["status"] as? String == "failed" }, "\(scenario)")
+            #expect((step["fix"] as? String)?.isEmpty == false, "\(scenario): a failed step says what to change")
+            // The walk stops at the first failure: nothing but the user-agent check after it.
+            let index = steps.firstIndex { $0["step"] as? String == failedStep && $0["status"] as? String == "failed" } ?? 0
+            #expect(steps[(index + 1)...].allSatisfy { $0["step"] as? String == "user-agent" }, "\(scenario)")
+        }
+        if let warned = scenario.warned {
+            #expect(steps.contains { $0["step"] as? String == warned.step && $0["status"] as? String == "warned" && $0["code"] as? String == warned.code },
+                    "\(scenario): \(steps.map { "\($0["step"] ?? ""):\($0["status"] ?? ""):\($0["code"] ?? "")" })")
+        }
+        return diagnosis
+    }
+
+    static func host(_ host: String, exit: Int32, step: String?, code: String, warned: (String, String)? = nil) -> Scenario {
+        Scenario(arguments: [host, "--app-id", appID], exit: exit, failedStep: step, code: code,
+                 warned: warned.map { (step: $0.0, code: $0.1) })
+    }
+
+    static func entry(_ entry: String, exit: Int32, step: String?, code: String, warned: (String, String)? = nil, route: String? = nil) -> Scenario {
+        Scenario(arguments: ["--domain", entry, "--app-id", appID] + (route.map { ["--route", $0] } ?? []), exit: exit,
+                 failedStep: step, code: code, warned: warned.map { (step: $0.0, code: $0.1) })
+    }
+
+    @Test func originFaults() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let scenarios: [Scenario] = [
+            Self.host("approved.test", exit: 0, step: nil, code: "ok", warned: ("tls", "custom-root")),
+            Self.entry("applinks:*.wild.test", exit: 0, step: nil, code: "ok"),
+            Self.host("legacy.test", exit: 0, step: nil, code: "ok", warned: ("http", "legacy-root-path")),
+            Self.host("r301.test", exit: 1, step: "http", code: "http-redirect"),
+            Self.host("r302.test", exit: 1, step: "http", code: "http-redirect"),
+            Self.host("r307.test", exit: 1, step: "http", code: "http-redirect"),
+            Self.host("r308.test", exit: 1, step: "http", code: "http-redirect"),
+            Self.host("botblock.test", exit: 1, step: "http", code: "user-agent-blocked"),
+            Self.host("e404.test", exit: 1, step: "http", code: "http-client-error"),
+            Self.host("e410.test", exit: 1, step: "http", code: "http-client-error"),
+            Self.host("e429.test", exit: 1, step: "http", code: "http-client-error"),
+            Self.host("e503.test", exit: 1, step: "http", code: "http-server-error"),
+            Self.host("html.test", exit: 1, step: "json", code: "invalid-json"),
+            Self.host("bom.test", exit: 0, step: nil, code: "ok", warned: ("json", "bom")),
+            Self.host("syntax.test", exit: 1, step: "json", code: "invalid-json"),
+            Self.host("noapplinks.test", exit: 1, step: "structure", code: "not-an-association-file"),
+            Self.host("missingapp.test", exit: 1, step: "association", code: "app-not-listed"),
+            Self.host("webcredonly.test", exit: 1, step: "association", code: "app-not-listed"),
+            Self.host("big.test", exit: 1, step: "http", code: "too-large"),
+            Self.host("bomb.test", exit: 1, step: "http", code: "too-large"),
+            Self.entry("applinks:approved.test:8443", exit: 1, step: "entitlement", code: "entitlement-port"),
+        ]
+        var diagnoses: [String: [String: Any]] = [:]
+        for scenario in scenarios {
+            diagnoses[scenario.arguments[scenario.arguments[0] == "--domain" ? 1 : 0]] = try Self.check(scenario, network: fixture.network)
+        }
+
+        // The redirect names its target; the wildcard is fetched from its parent.
+        let redirect = try #require(diagnoses["r307.test"]?["steps"] as? [[String: Any]])
+        #expect(redirect.contains { ($0["details"] as? [String])?.contains("Location: https://approved.test/.well-known/apple-app-site-association") == true })
+        #expect(diagnoses["applinks:*.wild.test"]?["host"] as? String == "wild.test")
+        // The syntax error: line, column and the offending text.
+        let syntax = try #require((diagnoses["syntax.test"]?["steps"] as? [[String: Any]])?.first { $0["step"] as? String == "json" })
+        #expect((syntax["summary"] as? String)?.contains("line 4") == true, "\(syntax)")
+        #expect((syntax["details"] as? [String])?.first?.contains("ABCDE12345.com.example.app\"],}") == true, "\(syntax)")
+        // The bot filter: 403 for AASA-Bot only, 200 for the device and the browser.
+        let agents = try #require(diagnoses["botblock.test"]?["userAgents"] as? [[String: Any]])
+        #expect(agents.map { $0["httpStatus"] as? Int } == [403, 200, 200])
+        // Only under webcredentials: said so.
+        let webcred = try #require((diagnoses["webcredonly.test"]?["steps"] as? [[String: Any]])?.first { $0["step"] as? String == "association" })
+        #expect((webcred["summary"] as? String)?.contains("only under webcredentials") == true)
+        // DNS and TLS details: the address came from --connect-to, the chain ends at the test root.
+        let approved = try #require(diagnoses["approved.test"]?["steps"] as? [[String: Any]])
+        #expect(approved.map { $0["step"] as? String ?? "" }
+            == ["entitlement", "host", "dns", "tcp", "tls", "http", "json", "structure", "association", "user-agent"])
+        let dns = try #require(approved.first { $0["step"] as? String == "dns" })
+        #expect((dns["details"] as? [String])?.contains { $0.contains("--connect-to") } == true)
+        let tls = try #require(approved.first { $0["step"] as? String == "tls" })
+        #expect((tls["details"] as? [String])?.contains { $0.contains("chain ends at") && $0.contains("AASA Test Root CA") } == true, "\(tls)")
+    }
+
+    @Test func certificatesAndDeveloperMode() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let scenarios: [Scenario] = [
+            Self.host("expired.test", exit: 1, step: "tls", code: "tls-expired"),
+            Self.host("future.test", exit: 1, step: "tls", code: "tls-not-yet-valid"),
+            Self.host("wrongname.test", exit: 1, step: "tls", code: "tls-hostname-mismatch"),
+            Self.host("selfsigned.test", exit: 1, step: "tls", code: "tls-untrusted"),
+            Self.host("untrusted.test", exit: 1, step: "tls", code: "tls-untrusted"),
+            // Developer mode: any valid certificate, but never an expired or wrongly named one.
+            Self.entry("applinks:selfsigned.test?mode=developer", exit: 0, step: nil, code: "ok", warned: ("tls", "tls-untrusted")),
+            Self.entry("applinks:untrusted.test?mode=developer", exit: 0, step: nil, code: "ok", warned: ("tls", "tls-untrusted")),
+            Self.entry("applinks:expired.test?mode=developer", exit: 1, step: "tls", code: "tls-expired"),
+            Self.entry("applinks:wrongname.test?mode=developer", exit: 1, step: "tls", code: "tls-hostname-mismatch"),
+        ]
+        var diagnoses: [String: [String: Any]] = [:]
+        for scenario in scenarios {
+            diagnoses[scenario.description] = try Self.check(scenario, network: fixture.network)
+        }
+        // What the failing certificate says, read without trusting it.
+        let wrong = try #require((diagnoses[Self.host("wrongname.test", exit: 1, step: nil, code: "").description]?["steps"] as? [[String: Any]])?
+            .first { $0["step"] as? String == "tls" })
+        #expect((wrong["details"] as? [String])?.contains { $0.contains("someone-else.test") } == true, "\(wrong)")
+        // Developer-mode entries: reported as such, fetched directly with the device's agent.
+        let developer = try #require(diagnoses[Self.entry("applinks:selfsigned.test?mode=developer", exit: 0, step: nil, code: "").description])
+        #expect(developer["developerMode"] as? Bool == true)
+        #expect(developer["route"] as? String == "origin")
+        #expect(await waitUntil(timeout: .seconds(5)) {
+            fixture.origin.requests().contains { $0.host == "selfsigned.test" && $0.userAgent.hasPrefix("swcd ") }
+        })
+
+        // A host on a private address, without --allow-private: refused at the DNS step, no request sent.
+        let before = fixture.origin.requests().count
+        let privateNetwork = fixture.network.filter { $0 != "--allow-private" }
+        let refused = try Self.check(Self.host("approved.test", exit: 1, step: "dns", code: "private-address"), network: privateNetwork)
+        let dns = try #require((refused["steps"] as? [[String: Any]])?.first { $0["step"] as? String == "dns" })
+        #expect((dns["details"] as? [String])?.contains { $0.contains("127.0.0.1 (private or reserved)") } == true)
+        #expect(fixture.origin.requests().count == before)
+    }
+
+    @Test func brokenServers() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let scenarios: [Scenario] = [
+            Self.host("never.test", exit: 1, step: "tls", code: "timeout"),
+            Self.host("stall.test", exit: 1, step: "http", code: "timeout"),
+            Self.host("reset.test", exit: 1, step: "http", code: "transfer-failure"),
+            Self.host("chunked.test", exit: 1, step: "http", code: "too-large"),
+            Self.host("retry.test", exit: 0, step: nil, code: "ok"),
+        ]
+        for scenario in scenarios {
+            let diagnosis = try Self.check(scenario, network: fixture.network)
+            if scenario.arguments[0] == "retry.test" {
+                let http = try #require((diagnosis["steps"] as? [[String: Any]])?.first { $0["step"] as? String == "http" })
+                #expect((http["details"] as? [String])?.contains { $0.contains("HTTP 500") && $0.contains("HTTP 200") } == true, "\(http)")
+            }
+        }
+        // A port nobody listens on: the TCP step fails.
+        let closed = try Loopback.freePort()
+        try Self.check(Self.host("approved.test", exit: 1, step: "tcp", code: "connect-failure"),
+                       network: ["--connect-to", "::127.0.0.1:\(closed)", "--allow-private", "--connect-timeout", "1", "--max-time", "2", "--retry-delays", ""])
+    }
+
+    @Test func appleCDN() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let cdnScenarios: [Scenario] = [
+            Self.entry("applinks:approved.test", exit: 0, step: nil, code: "ok", route: "cdn"),
+            Self.entry("applinks:swc101.test", exit: 1, step: "cdn", code: "cdn-origin-failure", route: "cdn"),
+            Self.entry("applinks:swc301.test", exit: 1, step: "cdn", code: "cdn-origin-failure", route: "cdn"),
+            Self.entry("applinks:swc202.test", exit: 1, step: "cdn", code: "cdn-origin-failure", route: "cdn"),
+            Self.entry("applinks:unknown.test", exit: 1, step: "cdn", code: "cdn-unknown-domain", route: "cdn"),
+            Self.entry("applinks:nocopy.test", exit: 1, step: "cdn", code: "cdn-not-found", route: "cdn"),
+            Self.entry("applinks:botblock.test", exit: 1, step: "cdn", code: "cdn-origin-failure", route: "cdn"),
+            Self.entry("applinks:stale.test", exit: 0, step: nil, code: "ok", warned: ("cdn", "cdn-stale"), route: "both"),
+            Self.entry("applinks:stalemissing.test", exit: 1, step: "cdn", code: "cdn-stale", route: "both"),
+            Self.entry("applinks:approved.test", exit: 0, step: nil, code: "ok", route: "both"),
+            // ?mode=developer goes to the origin whatever the route.
+            Self.entry("applinks:swc101.test?mode=developer", exit: 1, step: "tls", code: "tls-hostname-mismatch", route: "cdn"),
+        ]
+        var diagnoses: [String: [String: Any]] = [:]
+        for scenario in cdnScenarios {
+            diagnoses[scenario.arguments[1] + (scenario.arguments.last ?? "")] = try Self.check(scenario, network: fixture.network)
+        }
+        func headers(_ key: String) throws -> [String: Any] {
+            try #require((diagnoses[key]?["cdn"] as? [String: Any])?["headers"] as? [String: Any], "\(key)")
+        }
+        let h101 = try headers("applinks:swc101.testcdn")
+        #expect(h101["swcError"] as? String == "SWCERR00101")
+        #expect(h101["originStatus"] as? Int == 404)
+        #expect(h101["tryDirect"] as? Bool == false)
+        #expect(h101["from"] as? String == "https://swc101.test/.well-known/apple-app-site-association")
+        #expect((h101["failureDetails"] as? [String: String])?["status"] == "404 Not Found")
+        #expect(h101["httpVersion"] as? String == "2")
+        let h301 = try headers("applinks:swc301.testcdn")
+        #expect(h301["swcError"] as? String == "SWCERR00301")
+        #expect(h301["tryDirect"] as? Bool == true)
+        #expect(h301["maxAge"] as? Int == 1800)
+        #expect(try headers("applinks:swc202.testcdn")["swcError"] as? String == "SWCERR00202")
+        // The CDN says 403: the user-agent check on the origin finds the bot filter.
+        #expect(try headers("applinks:botblock.testcdn")["originStatus"] as? Int == 403)
+        let botSteps = diagnoses["applinks:botblock.testcdn"]?["steps"] as? [[String: Any]] ?? []
+        #expect(botSteps.contains { $0["step"] as? String == "user-agent" && $0["code"] as? String == "user-agent-blocked" })
+        // Stale: compared by meaning, with the CDN's Age and Cache-Control.
+        let stale = try #require(diagnoses["applinks:stale.testboth"]?["cdn"] as? [String: Any])
+        #expect((stale["changes"] as? [[String: Any]])?.first?["kind"] as? String == "rules-changed")
+        let staleStep = try #require((diagnoses["applinks:stale.testboth"]?["steps"] as? [[String: Any]])?.first { $0["step"] as? String == "cdn" })
+        #expect((staleStep["summary"] as? String)?.contains("Age 5000") == true, "\(staleStep)")
+        #expect(diagnoses["applinks:swc101.test?mode=developercdn"]?["route"] as? String == "origin")
+    }
+
+    /// `fetch --route cdn|both`: one HTTP/2 connection to the CDN for every domain; `both`
+    /// compares by meaning and a CDN that is behind is a warning, not a failure.
+    @Test func fetchRoutes() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let entries = ["applinks:approved.test", "applinks:*.wild.test", "applinks:swc101.test", "applinks:stale.test",
+                       "applinks:unknown.test", "applinks:approved.test?mode=developer"]
+        let cdn = try ToolRunner.run(fixture.network + ["--quiet", "--route", "cdn", "--app-id", Self.appID, "--json"]
+            + entries.flatMap { ["--domain", $0] })
+        #expect(cdn.status == 1, "\(cdn.stderr)")
+        let report = try cdn.json()
+        let domains = report["domains"] as? [[String: Any]] ?? []
+        func record(_ host: String, _ route: String) -> [String: Any]? {
+            domains.first { $0["host"] as? String == host && $0["route"] as? String == route }
+        }
+        #expect(record("approved.test", "cdn")?["code"] as? String == "ok")
+        #expect(record("approved.test", "origin")?["entries"] as? [String] == ["applinks:approved.test?mode=developer"])
+        #expect(record("wild.test", "cdn")?["code"] as? String == "ok")
+        #expect(record("swc101.test", "cdn")?["code"] as? String == "cdn-origin-failure")
+        #expect(((record("swc101.test", "cdn")?["cdn"] as? [String: Any])?["headers"] as? [String: Any])?["swcError"] as? String == "SWCERR00101")
+        #expect(record("unknown.test", "cdn")?["code"] as? String == "cdn-unknown-domain")
+        _ = await waitUntil(timeout: .seconds(5)) { fixture.cdn.requests().count >= 5 }
+        let cdnRequests = fixture.cdn.requests()
+        #expect(cdnRequests.count == 5, "\(cdnRequests)")
+        #expect(cdnRequests.allSatisfy { $0.serverProtocol == "HTTP/2.0" })
+        #expect(Set(cdnRequests.map(\.connection)).count == 1, "one shared connection: \(cdnRequests.map(\.connection))")
+        #expect(cdnRequests.allSatisfy { $0.userAgent == "AASA-Bot/1.0.0" })
+
+        // both: the origin decides; the stale CDN copy is a warning with Age and Cache-Control.
+        let both = try ToolRunner.run(fixture.network + ["--quiet", "--route", "both", "--app-id", Self.appID, "--json",
+                                                         "--domain", "applinks:stale.test", "--domain", "applinks:approved.test"])
+        #expect(both.status == 0, "\(both.stdout)\n\(both.stderr)")
+        let bothReport = try both.json()
+        let stale = try #require(bothReport.domain("stale.test"))
+        #expect(stale["route"] as? String == "origin")
+        #expect(stale["code"] as? String == "ok")
+        #expect(stale.findingCodes.contains("cdn-stale"))
+        let staleCDN = try #require(stale["cdn"] as? [String: Any])
+        #expect(staleCDN["code"] as? String == "ok")
+        #expect((staleCDN["headers"] as? [String: Any])?["age"] as? Int == 5000)
+        #expect((staleCDN["changes"] as? [Any])?.isEmpty == false)
+        let approved = try #require(bothReport.domain("approved.test"))
+        #expect((approved["cdn"] as? [String: Any])?["changes"] as? [Any] != nil)
+        #expect(!approved.findingCodes.contains("cdn-stale"))
+        #expect(try ToolRunner.run(fixture.network + ["--domain", "applinks:approved.test"]).stdout.contains("approved.test"))
+    }
+
+    /// A real session for a broken domain, as the README shows it; and bad inputs.
+    @Test func humanOutputAndBadInputs() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let session = try ToolRunner.run(["diagnose", "botblock.test", "--app-id", Self.appID] + fixture.network)
+        #expect(session.status == 1)
+        #expect(session.stdout.contains("✘ http"), "\(session.stdout)")
+        #expect(session.stdout.contains("fix:"))
+        #expect(session.stdout.contains("does not associate: step http failed (user-agent-blocked)"), "\(session.stdout)")
+
+        #expect(try ToolRunner.run(["diagnose"]).status == 64)
+        #expect(try ToolRunner.run(["diagnose", "a.test", "--domain", "applinks:b.test"]).status == 64)
+        #expect(try ToolRunner.run(["diagnose", "a.test", "--route", "sideways"]).status == 64)
+        #expect(try ToolRunner.run(["diagnose", "a.test", "--cdn-base", "http://cdn.test/"]).status == 64)
+        #expect(try ToolRunner.run(["--domain", "applinks:a.test", "--route", "cdn", "--cdn-base", "not a url"]).status == 64)
+        let missing = try ToolRunner.run(["diagnose", "--entitlements", "/nonexistent.entitlements"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("entitlements-unreadable"))
+        // An entitlements file: one diagnosis per entry, the app ID from application-identifier.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("diag-\(UUID().uuidString).entitlements")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let plist: [String: Any] = [
+            "application-identifier": Self.appID,
+            "com.apple.developer.associated-domains": ["applinks:approved.test", "webcredentials:webcredonly.test", "applinks:https://x.test/"],
+        ]
+        try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0).write(to: file)
+        let run = try ToolRunner.run(["diagnose", "--entitlements", file.path, "--json"] + fixture.network)
+        #expect(run.status == 1)
+        let diagnoses = try run.json()["diagnoses"] as? [[String: Any]] ?? []
+        #expect(diagnoses.map { $0["code"] as? String ?? "" } == ["ok", "ok", "entitlement-scheme"])
+    }
+}
