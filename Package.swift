@@ -4,6 +4,7 @@ import PackageDescription
 // MARK: - Dependencies (each resolves to the machine's local copy of the GitHub repository)
 
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+let grdb = Target.Dependency.product(name: "GRDB", package: "GRDB.swift")
 
 let package = Package(
     name: "aasa-fetch",
@@ -14,6 +15,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // MARK: - C system libraries (only CurlTransport and IDNA import them)
@@ -25,7 +27,7 @@ let package = Package(
         .target(name: "IDNA", dependencies: ["CIDN2"]),
 
         // MARK: - Core library: entitlements, file model, matching, fetching (no C types)
-        .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA"]),
+        .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA", grdb]),
 
         // MARK: - Commands (a library, so they are testable) and the thin executable
         .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", "CurlTransport", argumentParser]),
