@@ -6,7 +6,7 @@ public struct AASAFetchCommand: AsyncParsableCommand {
         commandName: "aasa-fetch",
         abstract: "Download and check apple-app-site-association files the way Apple's devices do.",
         version: AASAFetchVersion.string,
-        subcommands: [Fetch.self, Plan.self, Match.self, Lint.self, Diff.self],
+        subcommands: [Fetch.self, Plan.self, Match.self, Lint.self, Diff.self, Refresh.self, Show.self, Forget.self, Export.self],
         defaultSubcommand: Fetch.self
     )
 
