@@ -312,6 +312,11 @@ public struct SQLiteAssociationStore: AssociationStore {
         }
     }
 
+    /// Runs one SQL statement as it is, in a write transaction (tests simulate other versions and faults).
+    public func executeForTesting(_ sql: String) async throws {
+        try await immediateWrite { db in try db.execute(sql: sql) }
+    }
+
     /// The query plan SQLite uses to find due hosts (tests check it uses the `next_check` index).
     public func dueQueryPlan() async throws -> [String] {
         try await read { db in
