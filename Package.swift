@@ -37,6 +37,9 @@ let package = Package(
         .executableTarget(name: "aasa-bench-match", dependencies: ["AASAFetchCore"]),
         .executableTarget(name: "aasa-fuzz", dependencies: ["AASAFetchCore"]),
 
+        // MARK: - Store benchmark: refresh cost against store size
+        .executableTarget(name: "aasa-bench-store", dependencies: ["AASAFetchCore"]),
+
         // MARK: - Tests
         .target(
             name: "AASAFetchTestSupport",
