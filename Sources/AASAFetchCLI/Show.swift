@@ -169,7 +169,7 @@ extension AASAFetchCommand {
                     console.out("  entry          \(entry.entry)\(entry.appIDs.isEmpty ? "" : " for \(entry.appIDs.joined(separator: ", "))")")
                 }
                 let history = record.history ?? []
-                console.out("  history        \(history.isEmpty ? "none" : "")")
+                console.out(history.isEmpty ? "  history        none" : "  history")
                 for event in history {
                     console.out("    \(Timestamp.string(event.at))")
                     ChangeRenderer(console: console).render(event, indent: "      ")
