@@ -4,6 +4,7 @@ import PackageDescription
 // MARK: - Dependencies (each resolves to the machine's local copy of the GitHub repository)
 
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+let grdb = Target.Dependency.product(name: "GRDB", package: "GRDB.swift")
 
 let package = Package(
     name: "aasa-fetch",
@@ -14,6 +15,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // MARK: - C system libraries (only CurlTransport, IDNA and Inflate import them)
@@ -29,7 +31,7 @@ let package = Package(
         .target(name: "Inflate", dependencies: ["CZlib"]),
 
         // MARK: - Core library: entitlements, file model, matching, fetching (no C types)
-        .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA", "Inflate"]),
+        .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA", "Inflate", grdb]),
 
         // MARK: - Commands (a library, so they are testable) and the thin executable
         .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", "CurlTransport", argumentParser]),
@@ -38,6 +40,9 @@ let package = Package(
         // MARK: - Matcher tools: throughput benchmark and seeded random fuzz driver
         .executableTarget(name: "aasa-bench-match", dependencies: ["AASAFetchCore"]),
         .executableTarget(name: "aasa-fuzz", dependencies: ["AASAFetchCore"]),
+
+        // MARK: - Store benchmark: refresh cost against store size
+        .executableTarget(name: "aasa-bench-store", dependencies: ["AASAFetchCore"]),
 
         // MARK: - Tests
         .target(

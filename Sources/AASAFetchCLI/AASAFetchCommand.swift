@@ -6,7 +6,10 @@ public struct AASAFetchCommand: AsyncParsableCommand {
         commandName: "aasa-fetch",
         abstract: "Download and check apple-app-site-association files the way Apple's devices do.",
         version: AASAFetchVersion.string,
-        subcommands: [Fetch.self, Plan.self, Match.self, Diagnose.self, Lint.self, Diff.self, Entitlements.self],
+        subcommands: [
+            Fetch.self, Plan.self, Match.self, Diagnose.self, Refresh.self, Show.self, Forget.self, Export.self,
+            Lint.self, Diff.self, Entitlements.self,
+        ],
         defaultSubcommand: Fetch.self
     )
 

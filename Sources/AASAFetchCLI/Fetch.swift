@@ -19,6 +19,8 @@ extension AASAFetchCommand {
         @OptionGroup var input: InputOptions
         @OptionGroup var network: NetworkOptions
         @OptionGroup var routing: RouteOptions
+        @OptionGroup var store: StoreOptions
+        @Flag(name: .customLong("no-store"), help: "Record nothing in the store (a pure run).") var noStore = false
         @Flag(help: "Print JSON.") var json = false
         @Flag(name: .shortAndLong, help: "No progress on standard error.") var quiet = false
 
@@ -33,6 +35,19 @@ extension AASAFetchCommand {
             }
             let region = input.effectiveRegion
             let plan = FetchPlan(entries: loaded.entries, prioritizer: DomainPrioritizer(region: region))
+            // The store: opened before any download, so an unusable one stops the run at once.
+            var recording: (store: SQLiteAssociationStore, previous: [HostKey: HostState])?
+            if !noStore {
+                do {
+                    let opened = try store.open(create: true)
+                    // Registered as routed (a CDN host is keyed by its route), the way results are recorded.
+                    let routed = RoutedRun.split(plan, route: routing.route).plan
+                    recording = (opened, try await StoreSession.register(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date()))
+                } catch {
+                    console.err("aasa-fetch: \(error.code): \(error.message) (--no-store runs without it)")
+                    throw ExitStatus.cannotRun
+                }
+            }
             let options = network.fetchOptions
             let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
             let fetcher = AASAFetcher(transport: client, options: options)
@@ -43,12 +58,24 @@ extension AASAFetchCommand {
             }
             progress.finish()
             await client.shutdown()
+            var storeFailure: CommandFailure?
+            if let recording {
+                do {
+                    try await StoreSession.record(run.results, previous: recording.previous, in: recording.store, now: Date())
+                } catch {
+                    storeFailure = error
+                }
+            }
 
             let report = run.report(appIDs: loaded.appIDs, appIDSource: loaded.appIDSource, region: region, findings: loaded.findings)
             if json {
                 try console.json(report)
             } else {
                 HumanRenderer(console: console).renderRun(report)
+            }
+            if let storeFailure {
+                console.err("aasa-fetch: \(storeFailure.code): \(storeFailure.message)")
+                throw ExitStatus.cannotRun
             }
             if !report.succeeded { throw ExitStatus.failure }
         }

@@ -42,6 +42,8 @@ extension AASAFetchCommand {
         @Option(name: .customLong("app-id"), help: ArgumentHelp("The app to answer for (repeatable); default every app the files name.", valueName: "id"))
         var appIDs: [String] = []
         @OptionGroup var network: NetworkOptions
+        @OptionGroup var store: StoreOptions
+        @Flag(name: .customLong("no-store"), help: "With --entitlements/--domain: download every file and record nothing.") var noStore = false
         @Flag(help: "Print JSON lines.") var json = false
 
         func validate() throws {
@@ -179,12 +181,36 @@ extension AASAFetchCommand {
             }
             let entries = EntryParser(definitions: table).parse(strings).filter { $0.service == .applinks && $0.isFetchable }
             let plan = FetchPlan(entries: entries, prioritizer: DomainPrioritizer(region: nil))
-            let options = network.fetchOptions
-            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
-            let results = await AASAFetcher(transport: client, options: options).fetchAll(plan.fetches)
-            await client.shutdown()
+            // The store's approved files are used when present; only the missing ones are downloaded (and recorded).
             var files: [String: CompiledAssociation] = [:]
             var apps: [String] = []
+            var missing = plan.fetches
+            var stored: (store: SQLiteAssociationStore, previous: [HostKey: HostState])?
+            if !noStore {
+                let database = try store.open(create: true)
+                let appIDs = self.appIDs
+                let previous = try await StoreSession.register(plan: plan, appIDs: appIDs, in: database, now: Date())
+                stored = (database, previous)
+                missing = []
+                for fetch in plan.fetches {
+                    if let document = previous[HostKey(host: fetch.host, route: fetch.route)]?.approvedDocument {
+                        files[fetch.host] = CompiledAssociation(document: document)
+                        for app in document.appIDs(for: .applinks) where !apps.contains(app) { apps.append(app) }
+                    } else {
+                        missing.append(fetch)
+                    }
+                }
+            }
+            let options = network.fetchOptions
+            var results: [HostFetchResult] = []
+            if !missing.isEmpty {
+                let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
+                results = await AASAFetcher(transport: client, options: options).fetchAll(missing)
+                await client.shutdown()
+            }
+            if let stored {
+                try await StoreSession.record(results, previous: stored.previous, in: stored.store, now: Date())
+            }
             for result in results {
                 guard let document = result.document else {
                     console.err("aasa-fetch: \(result.host): \(result.code): \(result.reason)")

@@ -30,8 +30,20 @@ enum ToolRunner {
         }
     }
 
-    static func run(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> Result {
-        let output = try ChildProcess.run(binary, arguments, environment: ["NO_COLOR": "1"], timeout: timeout)
+    /// Runs the tool. Unless `cache` (a store folder) is given, it gets a fresh throwaway store
+    /// (`AASA_FETCH_CACHE`), so runs never share state nor touch the repository's `cache/`.
+    static func run(_ arguments: [String], cache: String? = nil, timeout: Duration = .seconds(60)) throws -> Result {
+        var environment = ["NO_COLOR": "1"]
+        var scratch: URL?
+        if let cache {
+            environment["AASA_FETCH_CACHE"] = cache
+        } else {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-store-\(UUID().uuidString)")
+            environment["AASA_FETCH_CACHE"] = folder.path
+            scratch = folder
+        }
+        defer { if let scratch { try? FileManager.default.removeItem(at: scratch) } }
+        let output = try ChildProcess.run(binary, arguments, environment: environment, timeout: timeout)
         return Result(status: output.status, stdout: output.standardOutput, stderr: output.standardError)
     }
 }

@@ -83,7 +83,7 @@ public struct CDNFetcher: Sendable {
                 findings: [.error("cdn-unreachable", message, location: url,
                                   fix: "check the network path to the CDN (or --cdn-base); the origin route does not depend on it")]
             )
-        case .response(let response, _):
+        case .response(let response, _), .notModified(let response, _):
             let headers = CDNHeaders(response: response)
             var result: HostFetchResult
             if response.status == 200 {

@@ -348,7 +348,7 @@ public struct Diagnoser: Sendable {
                     group.addTask {
                         var attempts: [FetchAttempt] = []
                         switch await fetcher.fetchWithRetries(url: url, attempts: &attempts) {
-                        case .response(let response, _):
+                        case .response(let response, _), .notModified(let response, _):
                             return (index, UserAgentProbe(label: agent.0, userAgent: agent.1, httpStatus: response.status, code: "ok"))
                         case .failure(let failure):
                             return (index, UserAgentProbe(label: agent.0, userAgent: agent.1, httpStatus: nil, code: failure.kind.rawValue))
@@ -539,7 +539,7 @@ extension Diagnoser.Walk {
                               summary: AASAFetcher.describe(failure, host: host, options: options),
                               details: attempts.map(Self.describe), fix: AASAFetcher.fix(for: failure.kind)))
             return (nil, step == "http" ? wellKnown : nil, userAgent)
-        case .response(let response, let reliesOnExtraCA):
+        case .response(let response, let reliesOnExtraCA), .notModified(let response, let reliesOnExtraCA):
             add(tlsStep ?? Self.tlsStep(response, reliesOnExtraCA: reliesOnExtraCA, developerMode: developerMode, caFile: options.extraCAFile))
         }
 

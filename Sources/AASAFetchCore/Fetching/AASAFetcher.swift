@@ -23,9 +23,12 @@ public struct AASAFetcher: Sendable {
     /// Fetches every planned host, admitting downloads in plan order with at most
     /// `options.concurrency` in flight. Results come back in plan order.
     ///
-    /// - Parameter progress: called after each host finishes, with the count done and the result.
+    /// - Parameters:
+    ///   - conditions: per host, a stored approved file to ask for conditionally (refresh).
+    ///   - progress: called after each host finishes, with the count done and the result.
     public func fetchAll(
         _ fetches: [PlannedFetch],
+        conditions: [String: ConditionalRequest] = [:],
         progress: @escaping @Sendable (Int, HostFetchResult) -> Void = { _, _ in }
     ) async -> [HostFetchResult] {
         var results: [HostFetchResult?] = Array(repeating: nil, count: fetches.count)
@@ -36,7 +39,8 @@ public struct AASAFetcher: Sendable {
             func admit() {
                 let position = next
                 let planned = fetches[position]
-                group.addTask { (position, await self.fetch(host: planned.host, startOrder: position)) }
+                let conditional = conditions[planned.host]
+                group.addTask { (position, await self.fetch(host: planned.host, startOrder: position, conditional: conditional)) }
                 next += 1
             }
             while next < fetches.count, next < limit { admit() }
@@ -54,15 +58,18 @@ public struct AASAFetcher: Sendable {
     }
 
     /// Fetches one host's file from the origin: `.well-known`, then the legacy root path on 404.
-    public func fetch(host: String, startOrder: Int = 0) async -> HostFetchResult {
+    ///
+    /// With `conditional`, the requests carry its validators and a 304 answer is judged on its
+    /// stored file (`ok`, HTTP status 304).
+    public func fetch(host: String, startOrder: Int = 0, conditional: ConditionalRequest? = nil) async -> HostFetchResult {
         var attempts: [FetchAttempt] = []
         let wellKnownURL = "https://\(host)\(Self.wellKnownPath)"
-        let primary = await fetchWithRetries(url: wellKnownURL, attempts: &attempts)
+        let primary = await fetchWithRetries(url: wellKnownURL, attempts: &attempts, conditional: conditional)
         var result = evaluate(primary, host: host, url: wellKnownURL)
 
         if case .response(let response, _) = primary, response.status == 404 {
             let rootURL = "https://\(host)\(Self.legacyRootPath)"
-            let fallback = await fetchWithRetries(url: rootURL, attempts: &attempts)
+            let fallback = await fetchWithRetries(url: rootURL, attempts: &attempts, conditional: conditional)
             let rootResult = evaluate(fallback, host: host, url: rootURL)
             if rootResult.code == "ok" {
                 result = rootResult
@@ -91,14 +98,19 @@ public struct AASAFetcher: Sendable {
     enum Outcome {
         case response(TransferResponse, reliesOnExtraCA: Bool)
         case failure(TransferFailure)
+        /// A 304 to a conditional request, as the stored response it confirms.
+        case notModified(TransferResponse, reliesOnExtraCA: Bool)
     }
 
-    func fetchWithRetries(url: String, attempts: inout [FetchAttempt]) async -> Outcome {
-        var outcome = await fetchOnce(url: url, attempts: &attempts)
+    func fetchWithRetries(url: String, attempts: inout [FetchAttempt], conditional: ConditionalRequest? = nil) async -> Outcome {
+        var outcome = await fetchOnce(url: url, attempts: &attempts, headers: conditional?.requestHeaders ?? [])
         for delay in options.retryDelays {
             guard isTransient(outcome), !Task.isCancelled else { break }
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
-            outcome = await fetchOnce(url: url, attempts: &attempts)
+            outcome = await fetchOnce(url: url, attempts: &attempts, headers: conditional?.requestHeaders ?? [])
+        }
+        if let conditional, case .response(let response, let reliesOnExtraCA) = outcome, response.status == 304 {
+            return .notModified(conditional.response(for: response), reliesOnExtraCA: reliesOnExtraCA)
         }
         return outcome
     }
@@ -107,6 +119,8 @@ public struct AASAFetcher: Sendable {
         switch outcome {
         case .response(let response, _):
             return response.status >= 500 || response.status == 429
+        case .notModified:
+            return false
         case .failure(let failure):
             switch failure.kind {
             case .dnsFailure, .connectFailure, .timeout, .transferFailure: return true
@@ -117,18 +131,19 @@ public struct AASAFetcher: Sendable {
 
     /// One request. With `--cacert`, the extra CA is tried first (as `curl --cacert` does); when
     /// the chain is untrusted there, the system store is tried, so the result says which one it needed.
-    private func fetchOnce(url: String, attempts: inout [FetchAttempt]) async -> Outcome {
-        let first = await request(url: url, caFile: options.extraCAFile, attempts: &attempts)
+    private func fetchOnce(url: String, attempts: inout [FetchAttempt], headers: [String] = []) async -> Outcome {
+        let first = await request(url: url, caFile: options.extraCAFile, attempts: &attempts, headers: headers)
         guard options.extraCAFile != nil else { return first.map(reliesOnExtraCA: false) }
         if case .failure(let failure) = first, failure.kind == .tlsUntrusted {
-            return await request(url: url, caFile: nil, attempts: &attempts).map(reliesOnExtraCA: false)
+            return await request(url: url, caFile: nil, attempts: &attempts, headers: headers).map(reliesOnExtraCA: false)
         }
         return first.map(reliesOnExtraCA: true)
     }
 
-    private func request(url: String, caFile: String?, attempts: inout [FetchAttempt]) async -> Result<TransferResponse, TransferFailure> {
+    private func request(url: String, caFile: String?, attempts: inout [FetchAttempt], headers: [String] = []) async -> Result<TransferResponse, TransferFailure> {
         let request = TransferRequest(
             url: url,
+            headers: headers,
             userAgent: options.userAgent,
             connectTimeout: options.connectTimeout,
             maxTime: options.maxTime,
@@ -180,6 +195,11 @@ public struct AASAFetcher: Sendable {
                 reliesOnExtraCA: reliesOnExtraCA
             )
             classify(response, into: &result)
+            return result
+        case .notModified(let response, let reliesOnExtraCA):
+            var result = evaluate(.response(response, reliesOnExtraCA: reliesOnExtraCA), host: host, url: url)
+            result.httpStatus = 304
+            if result.code == "ok" { result.reason = "HTTP 304 Not Modified: the stored file (\(response.body.count) bytes) stands" }
             return result
         }
     }

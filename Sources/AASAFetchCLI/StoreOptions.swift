@@ -1,0 +1,104 @@
+import AASAFetchCore
+import ArgumentParser
+import Foundation
+
+/// Where the store is: `--cache DIR` (default `$AASA_FETCH_CACHE`, else `cache`), file
+/// `DIR/aasa-fetch.sqlite`.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .customLong("cache"), help: ArgumentHelp("The folder of the store, aasa-fetch.sqlite (default: $AASA_FETCH_CACHE, else ./cache).", valueName: "dir"))
+    var cacheDirectory: String?
+
+    /// The folder in use.
+    var directory: String {
+        if let cacheDirectory { return cacheDirectory }
+        if let fromEnvironment = ProcessInfo.processInfo.environment["AASA_FETCH_CACHE"], !fromEnvironment.isEmpty {
+            return fromEnvironment
+        }
+        return "cache"
+    }
+
+    /// The database file.
+    var path: String { (directory as NSString).appendingPathComponent(SQLiteAssociationStore.fileName) }
+
+    /// Opens the store; with `create`, makes the folder and file when missing.
+    func open(create: Bool) throws(CommandFailure) -> SQLiteAssociationStore {
+        do {
+            return try SQLiteAssociationStore(path: path, create: create)
+        } catch let error as StoreError {
+            throw CommandFailure(store: error)
+        } catch {
+            throw CommandFailure(code: "store-error", message: "\(path): \(error)")
+        }
+    }
+}
+
+extension CommandFailure {
+    /// A store failure as a command failure (exit 2).
+    init(store error: StoreError) {
+        self.init(code: error.code, message: error.message)
+    }
+
+    /// Any error of a store call as a command failure.
+    init(storeCall error: any Error) {
+        if let error = error as? StoreError {
+            self.init(store: error)
+        } else if let error = error as? CommandFailure {
+            self = error
+        } else {
+            self.init(code: "store-error", message: "\(error)")
+        }
+    }
+}
+
+/// What runs that download (the default command, `match`) record in the store.
+enum StoreSession {
+    /// The hosts of a plan and the entries and app IDs that need them.
+    static func registrations(plan: FetchPlan, appIDs: [String]) -> (hosts: [HostRegistration], needs: [EntryNeed]) {
+        var hosts: [HostRegistration] = []
+        var needs: [EntryNeed] = []
+        for fetch in plan.fetches {
+            hosts.append(HostRegistration(key: HostKey(host: fetch.host, route: fetch.route), tier: fetch.tier))
+            for index in fetch.entryIndexes {
+                let entry = plan.entries[index]
+                guard let service = entry.service, let name = entry.normalized ?? entry.raw else { continue }
+                for appID in appIDs.isEmpty ? [""] : appIDs {
+                    needs.append(EntryNeed(entry: name, service: service, host: fetch.host, route: fetch.route, appID: appID))
+                }
+            }
+        }
+        return (hosts, needs)
+    }
+
+    /// Registers a plan's hosts and needs; returns their stored states.
+    static func register(plan: FetchPlan, appIDs: [String], in store: any AssociationStore, now: Date) async throws(CommandFailure) -> [HostKey: HostState] {
+        let (hosts, needs) = registrations(plan: plan, appIDs: appIDs)
+        do {
+            return try await store.register(hosts: hosts, needs: needs, now: now)
+        } catch {
+            throw CommandFailure(storeCall: error)
+        }
+    }
+
+    /// Records downloads.
+    static func record(_ results: [HostFetchResult], previous: [HostKey: HostState], in store: any AssociationStore, now: Date) async throws(CommandFailure) {
+        do {
+            _ = try await StoreRecorder(store: store).record(results, previous: previous, owner: nil, now: now)
+        } catch {
+            throw CommandFailure(storeCall: error)
+        }
+    }
+}
+
+/// Parses `15m`, `30s`, `2h`, `1d` or plain seconds.
+enum IntervalParser {
+    static func seconds(_ text: String) -> Double? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
+        for (suffix, factor) in units where trimmed.hasSuffix(suffix) {
+            guard let value = Double(trimmed.dropLast(suffix.count)), value > 0 else { return nil }
+            return value * factor
+        }
+        guard let value = Double(trimmed), value > 0 else { return nil }
+        return value
+    }
+}

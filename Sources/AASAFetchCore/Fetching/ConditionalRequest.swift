@@ -1,0 +1,47 @@
+import CurlTransport
+
+/// What a refresh knows of a host's approved file, to ask for it conditionally: the validators
+/// go out as `If-None-Match` and `If-Modified-Since`; a `304 Not Modified` answer is then judged
+/// on the stored body and headers (the result is `ok` with HTTP status 304).
+public struct ConditionalRequest: Sendable, Hashable {
+    /// The validators of the stored approved response.
+    public var validators: CacheValidators
+    /// The stored approved body.
+    public var body: [UInt8]
+    /// The headers of the stored approved response (`Content-Type`, `Cache-Control`, …).
+    public var headers: [HTTPHeader]
+
+    /// Creates a conditional request.
+    public init(validators: CacheValidators, body: [UInt8], headers: [HTTPHeader]) {
+        self.validators = validators
+        self.body = body
+        self.headers = headers
+    }
+
+    /// The request headers it adds.
+    public var requestHeaders: [String] {
+        var headers: [String] = []
+        if let etag = validators.etag { headers.append("If-None-Match: \(etag)") }
+        if let lastModified = validators.lastModified { headers.append("If-Modified-Since: \(lastModified)") }
+        return headers
+    }
+
+    /// The response a 304 stands for: the stored body, with the stored headers updated by the
+    /// 304's own (as HTTP caches do).
+    func response(for notModified: TransferResponse) -> TransferResponse {
+        var merged = headers.map { (name: $0.name, value: $0.value) }
+        for header in notModified.headers {
+            let lowered = header.name.lowercased()
+            if let index = merged.firstIndex(where: { $0.name.lowercased() == lowered }) {
+                merged[index] = header
+            } else {
+                merged.append(header)
+            }
+        }
+        var response = notModified
+        response.status = 200
+        response.headers = merged
+        response.body = body
+        return response
+    }
+}

@@ -1,0 +1,289 @@
+import Foundation
+
+/// One host a refresh (or a recorded run) fetched: its outcome and the changes it brought.
+public struct RefreshedHost: Sendable, Encodable {
+    /// Host and route.
+    public var key: HostKey
+    /// How the download was classified.
+    public var outcome: RefreshOutcome
+    /// `ok` or the failure code.
+    public var code: String
+    /// One line on what happened.
+    public var reason: String
+    /// The HTTP status (304 when not modified).
+    public var httpStatus: Int?
+    /// The code of the result before, `nil` for a first download.
+    public var previousCode: String?
+    /// Failures in a row now.
+    public var consecutiveFailures: Int
+    /// When the host is due again.
+    public var nextCheck: Date
+    /// Whether a stored approved file is kept (or confirmed).
+    public var hasApprovedFile: Bool
+    /// The changes recorded in the history.
+    public var events: [HistoryEvent]
+
+    /// Whether one of its changes means an association broke.
+    public var isBreaking: Bool { events.contains { $0.kind.isBreaking } }
+
+    private enum CodingKeys: String, CodingKey {
+        case host, route, outcome, code, reason, httpStatus, previousCode, consecutiveFailures, nextCheck, approvedFileKept, events
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(key.host, forKey: .host)
+        try c.encode(key.route, forKey: .route)
+        try c.encode(outcome, forKey: .outcome)
+        try c.encode(code, forKey: .code)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(httpStatus, forKey: .httpStatus)
+        try c.encode(previousCode, forKey: .previousCode)
+        try c.encode(consecutiveFailures, forKey: .consecutiveFailures)
+        try c.encode(Timestamp.string(nextCheck), forKey: .nextCheck)
+        try c.encode(hasApprovedFile, forKey: .approvedFileKept)
+        try c.encode(events, forKey: .events)
+    }
+}
+
+/// What one `aasa-fetch refresh` pass did: `refresh --json` prints it.
+public struct RefreshReport: Sendable, Encodable {
+    /// The JSON shape's version.
+    public var schemaVersion = 1
+    /// The time the pass ran at.
+    public var now: Date
+    /// The lease owner this process used.
+    public var owner: String
+    /// Every host fetched and recorded, in the order downloads started.
+    public var hosts: [RefreshedHost] = []
+    /// Due hosts left alone because another process held their lease.
+    public var leasedElsewhere = 0
+    /// The lease owners of those hosts.
+    public var otherOwners: [String] = []
+    /// Leased hosts released unrecorded because the job was stopped.
+    public var abandoned = 0
+    /// Whether the job was stopped (SIGINT/SIGTERM) before it finished.
+    public var stopped = false
+    /// The earliest next check in the store after the pass.
+    public var nextDue: Date?
+
+    /// Creates an empty report.
+    public init(now: Date, owner: String) {
+        self.now = now
+        self.owner = owner
+    }
+
+    /// Whether an association broke (approved → failing, or an app no longer listed): exit 1.
+    public var broken: Bool { hosts.contains { $0.isBreaking } }
+    /// Every change recorded.
+    public var changes: [HistoryEvent] { hosts.flatMap(\.events) }
+
+    private enum CodingKeys: String, CodingKey {
+        case schemaVersion, now, owner, fetched, notModified, approved, failed, changes, broken
+        case leasedElsewhere, otherOwners, abandoned, stopped, nextDue, hosts
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(schemaVersion, forKey: .schemaVersion)
+        try c.encode(Timestamp.string(now), forKey: .now)
+        try c.encode(owner, forKey: .owner)
+        try c.encode(hosts.count, forKey: .fetched)
+        try c.encode(hosts.filter { $0.outcome == .notModified }.count, forKey: .notModified)
+        try c.encode(hosts.filter { $0.outcome == .approved || $0.outcome == .notModified }.count, forKey: .approved)
+        try c.encode(hosts.filter { $0.outcome == .transient || $0.outcome == .denied }.count, forKey: .failed)
+        try c.encode(changes.count, forKey: .changes)
+        try c.encode(broken, forKey: .broken)
+        try c.encode(leasedElsewhere, forKey: .leasedElsewhere)
+        try c.encode(otherOwners, forKey: .otherOwners)
+        try c.encode(abandoned, forKey: .abandoned)
+        try c.encode(stopped, forKey: .stopped)
+        try c.encode(nextDue.map(Timestamp.string), forKey: .nextDue)
+        try c.encode(hosts, forKey: .hosts)
+    }
+}
+
+extension HistoryEvent: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case host, route, at, kind, code, previousCode, reason, httpStatus, changes, appID, entry, service
+    }
+
+    /// `{"host","route","at","kind", …the detail's fields when present}`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(key.host, forKey: .host)
+        try c.encode(key.route, forKey: .route)
+        try c.encode(Timestamp.string(at), forKey: .at)
+        try c.encode(kind, forKey: .kind)
+        try c.encodeIfPresent(detail.code, forKey: .code)
+        try c.encodeIfPresent(detail.previousCode, forKey: .previousCode)
+        try c.encodeIfPresent(detail.reason, forKey: .reason)
+        try c.encodeIfPresent(detail.httpStatus, forKey: .httpStatus)
+        try c.encodeIfPresent(detail.changes, forKey: .changes)
+        try c.encodeIfPresent(detail.appID, forKey: .appID)
+        try c.encodeIfPresent(detail.entry, forKey: .entry)
+        try c.encodeIfPresent(detail.service, forKey: .service)
+    }
+}
+
+/// Times in JSON and messages: ISO 8601 in UTC, whole seconds.
+public enum Timestamp {
+    /// `2026-01-02T03:04:05Z`.
+    public static func string(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC") ?? .current))
+    }
+
+    /// Parses `2026-01-02T03:04:05Z` (or with an offset) or seconds since 1970.
+    public static func parse(_ text: String) -> Date? {
+        if let seconds = Double(text) { return Date(timeIntervalSince1970: seconds) }
+        return try? Date.ISO8601FormatStyle().parse(text)
+    }
+}
+
+/// Records downloads in a store: the refresh policy applied to each result, one store call per host.
+public struct StoreRecorder: Sendable {
+    /// The store.
+    public let store: any AssociationStore
+    /// The policy.
+    public let policy: RefreshPolicy
+
+    /// Creates a recorder.
+    public init(store: any AssociationStore, policy: RefreshPolicy = RefreshPolicy()) {
+        self.store = store
+        self.policy = policy
+    }
+
+    /// Records every result (cancelled ones are released instead) and returns what each changed.
+    ///
+    /// - Parameters:
+    ///   - results: the downloads, in start order.
+    ///   - previous: the stored states before them.
+    ///   - owner: the lease owner to release, when the hosts were leased.
+    ///   - now: the time recorded.
+    public func record(
+        _ results: [HostFetchResult], previous: [HostKey: HostState], owner: String?, now: Date
+    ) async throws -> (recorded: [RefreshedHost], abandoned: [HostKey]) {
+        let keys = results.map { HostKey(host: $0.host, route: $0.route) }
+        let needs = try await store.needs(for: keys)
+        var recorded: [RefreshedHost] = []
+        var abandoned: [HostKey] = []
+        for (key, result) in zip(keys, results) {
+            let before = previous[key]
+            guard let update = policy.update(for: result, previous: before, needs: needs[key] ?? [], now: now) else {
+                abandoned.append(key)
+                continue
+            }
+            try await store.record(update, owner: owner)
+            recorded.append(RefreshedHost(
+                key: key, outcome: update.outcome, code: result.code, reason: result.reason, httpStatus: result.httpStatus,
+                previousCode: before?.lastResult?.code, consecutiveFailures: update.consecutiveFailures,
+                nextCheck: update.nextCheck, hasApprovedFile: update.approvedBody != nil || before?.approvedSize != nil,
+                events: update.events
+            ))
+        }
+        if let owner, !abandoned.isEmpty {
+            try await store.release(abandoned, owner: owner)
+        }
+        return (recorded, abandoned)
+    }
+}
+
+/// `aasa-fetch refresh`: fetches the due hosts of a store, batch by batch, with conditional
+/// requests, and records the results. Hosts are leased in the store before they are fetched, so two
+/// jobs on one store never fetch the same host; a stopped job abandons its in-flight batch and
+/// releases the leases of what it did not record.
+public struct RefreshJob: Sendable {
+    /// The store.
+    public let store: any AssociationStore
+    /// The downloader (admission in priority order, global concurrency, one connection per host).
+    public let fetcher: AASAFetcher
+    /// The refresh policy.
+    public let policy: RefreshPolicy
+    /// Orders each batch (tier of the current region, then the store's order).
+    public let prioritizer: DomainPrioritizer
+    /// This job's lease owner.
+    public let owner: String
+    /// Hosts leased per batch.
+    public let batchSize: Int
+    /// How long a lease lasts; must outlast a batch's downloads.
+    public let leaseSeconds: TimeInterval
+
+    /// Creates a job.
+    public init(
+        store: any AssociationStore, fetcher: AASAFetcher, policy: RefreshPolicy = RefreshPolicy(),
+        prioritizer: DomainPrioritizer, owner: String, batchSize: Int, leaseSeconds: TimeInterval
+    ) {
+        self.store = store
+        self.fetcher = fetcher
+        self.policy = policy
+        self.prioritizer = prioritizer
+        self.owner = owner
+        self.batchSize = max(1, batchSize)
+        self.leaseSeconds = leaseSeconds
+    }
+
+    /// A lease owner name for this process: `hostname:pid:random`.
+    public static func makeOwner() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    /// Runs one pass: claims due hosts until none is left (or `stop` fires), fetches and records them.
+    ///
+    /// - Parameters:
+    ///   - now: the clock (tests and `--now` pass a fixed time).
+    ///   - stop: fired by SIGINT/SIGTERM; the in-flight batch is abandoned and its leases released.
+    ///   - progress: called after each host finishes.
+    public func run(
+        now: @escaping @Sendable () -> Date,
+        stop: StopSignal = StopSignal(),
+        progress: @escaping @Sendable (Int, HostFetchResult) -> Void = { _, _ in }
+    ) async throws -> RefreshReport {
+        var report = RefreshReport(now: now(), owner: owner)
+        var first = true
+        while !stop.isStopped {
+            let claim = try await store.claimDue(now: now(), limit: batchSize, leaseSeconds: leaseSeconds, owner: owner)
+            if first {
+                report.leasedElsewhere = claim.leasedElsewhere
+                report.otherOwners = claim.otherOwners
+                first = false
+            }
+            guard !claim.hosts.isEmpty else { break }
+            let ordered = claim.hosts.enumerated()
+                .sorted { (prioritizer.tier(of: $0.element.key.host), $0.offset) < (prioritizer.tier(of: $1.element.key.host), $1.offset) }
+                .map(\.element)
+            var previous: [HostKey: HostState] = [:]
+            var conditions: [String: ConditionalRequest] = [:]
+            for state in ordered {
+                previous[state.key] = state
+                if let body = state.approvedBody, !state.validators.isEmpty {
+                    conditions[state.key.host] = ConditionalRequest(validators: state.validators, body: body, headers: state.lastApprovedHeaders)
+                }
+            }
+            let fetches = ordered.map { PlannedFetch(host: $0.key.host, route: $0.key.route, tier: prioritizer.tier(of: $0.key.host), entryIndexes: []) }
+            let fetcher = self.fetcher
+            let download = Task { await fetcher.fetchAll(fetches, conditions: conditions, progress: progress) }
+            stop.whenStopped { download.cancel() }
+            let results = await download.value
+            // Record in a task of its own: the store must not see the stop as a cancellation.
+            let recorder = StoreRecorder(store: store, policy: policy)
+            let owner = self.owner
+            let time = now()
+            let (recorded, abandoned) = try await Task {
+                try await recorder.record(results, previous: previous, owner: owner, now: time)
+            }.value
+            report.hosts += recorded
+            report.abandoned += abandoned.count
+        }
+        report.stopped = stop.isStopped
+        report.nextDue = try await Task { try await store.nextDue() }.value
+        return report
+    }
+}
+
+extension HostState {
+    /// The headers to judge a 304 with: the last result's when it was approved, else a JSON content type.
+    var lastApprovedHeaders: [HTTPHeader] {
+        if let last = lastResult, last.code == "ok" { return last.headers }
+        return [HTTPHeader(name: "Content-Type", value: "application/json")]
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+
+/// Where association results live between runs: hosts with their last result, last approved
+/// file, validators, failure count, next check and lease; the entries and app IDs that need each
+/// host; and a history of changes (SPEC §5).
+///
+/// Every operation is one transaction. Errors are ``StoreError`` values with a stable code.
+/// ``SQLiteAssociationStore`` is the implementation; the protocol is kept small so that another
+/// database (PostgreSQL) can implement it too.
+public protocol AssociationStore: Sendable {
+    /// Where the store is, for messages (a file path or a connection description).
+    var location: String { get }
+
+    /// Adds hosts (kept as they are when already present, due at `now` when new) and the entries
+    /// and app IDs that need them, and returns the stored state of every registered host.
+    func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date) async throws -> [HostKey: HostState]
+
+    /// Leases up to `limit` due hosts (`next_check <= now`, no unexpired lease) to `owner` until
+    /// `now + leaseSeconds`, in one write transaction, so two refreshes never fetch the same host.
+    /// Hosts come back in priority order (tier, then order of addition) with their stored state.
+    func claimDue(now: Date, limit: Int, leaseSeconds: TimeInterval, owner: String) async throws -> DueClaim
+
+    /// Records one download: last result, approved body and validators when approved, failure
+    /// count, next check, history events; releases `owner`'s lease on the host. One transaction.
+    func record(_ update: HostUpdate, owner: String?) async throws
+
+    /// Releases `owner`'s leases on these hosts without recording anything (an abandoned fetch).
+    func release(_ keys: [HostKey], owner: String) async throws
+
+    /// The entries and app IDs that need each of these hosts.
+    func needs(for keys: [HostKey]) async throws -> [HostKey: [EntryNeed]]
+
+    /// The stored state of these hosts (those the store knows).
+    func states(of keys: [HostKey]) async throws -> [HostKey: HostState]
+
+    /// Every host, in order of addition, without bodies (``HostState/approvedBody`` is `nil`;
+    /// ``HostState/approvedSize`` tells whether there is one).
+    func allHosts() async throws -> [HostState]
+
+    /// The history of a host, oldest first; at most the last `limit` events.
+    func history(of key: HostKey, limit: Int) async throws -> [HistoryEvent]
+
+    /// The earliest next check over all hosts, `nil` when the store is empty.
+    func nextDue() async throws -> Date?
+
+    /// Removes a host (every route), its entries and its history. Returns how many host rows went.
+    func forget(host: String) async throws -> Int
+}

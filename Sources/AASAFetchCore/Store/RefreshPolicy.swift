@@ -1,0 +1,157 @@
+import Foundation
+
+/// How a download is classified for the refresh schedule (SPEC §5).
+public enum RefreshOutcome: String, Sendable, Hashable, Codable {
+    /// A file that decoded (`ok`), with a 200.
+    case approved
+    /// A 304 answer to a conditional request: the stored approved file stands.
+    case notModified = "not-modified"
+    /// A failure that may go away by itself: 5xx, 429, timeouts, connection, DNS and transfer failures.
+    case transient
+    /// Any other failure: redirects, 4xx, TLS, a body that is not an association file, too large.
+    case denied
+}
+
+/// When a host is checked again, and what recording a download changes (SPEC §5). Pure: the
+/// current time is passed in, so tests use any clock.
+///
+/// - approved (200 or 304): after the response's `max-age` (`Cache-Control`) bounded to
+///   ``minimumAge``…``maximumAge``, ``defaultAge`` when absent;
+/// - transient failure: after ``transientRetry`` for the first ``transientRetries`` failures in a
+///   row, then after ``longRetry``;
+/// - denied: after ``deniedRetry``.
+///
+/// A failure never erases the last approved body or its validators.
+public struct RefreshPolicy: Sendable, Hashable {
+    /// The shortest approved lifetime (1 h).
+    public var minimumAge: TimeInterval = 3600
+    /// The longest approved lifetime (7 d).
+    public var maximumAge: TimeInterval = 7 * 86400
+    /// The approved lifetime without `max-age` (24 h).
+    public var defaultAge: TimeInterval = 86400
+    /// The pause after a transient failure (3 h).
+    public var transientRetry: TimeInterval = 3 * 3600
+    /// How many transient failures in a row get ``transientRetry`` (8).
+    public var transientRetries: Int = 8
+    /// The pause after that (24 h).
+    public var longRetry: TimeInterval = 86400
+    /// The pause after a denied answer (24 h).
+    public var deniedRetry: TimeInterval = 86400
+
+    /// The policy of SPEC §5.
+    public init() {}
+
+    /// Failure codes that are transient (429 keeps `http-client-error` but is transient).
+    public static let transientCodes: Set<String> = [
+        "dns-failure", "connect-failure", "timeout", "transfer-failure", "http-server-error",
+    ]
+
+    /// Classifies a download.
+    public func classify(_ result: HostFetchResult) -> RefreshOutcome {
+        if result.code == "ok" { return result.httpStatus == 304 ? .notModified : .approved }
+        if Self.transientCodes.contains(result.code) || result.httpStatus == 429 { return .transient }
+        return .denied
+    }
+
+    /// The `max-age` of a `Cache-Control` header value, in seconds, when present and valid.
+    public static func maxAge(cacheControl: String?) -> TimeInterval? {
+        guard let cacheControl else { return nil }
+        for directive in cacheControl.split(separator: ",") {
+            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, parts[0].lowercased() == "max-age" else { continue }
+            let value = parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            if let seconds = Int(value), seconds >= 0 { return TimeInterval(seconds) }
+        }
+        return nil
+    }
+
+    /// The lifetime of an approved response with these headers.
+    public func approvedLifetime(headers: [HTTPHeader]) -> TimeInterval {
+        let cacheControl = headers.first { $0.name.lowercased() == "cache-control" }?.value
+        guard let age = Self.maxAge(cacheControl: cacheControl) else { return defaultAge }
+        return min(max(age, minimumAge), maximumAge)
+    }
+
+    /// The pause after a failure, given the failures in a row including this one.
+    public func failureDelay(_ outcome: RefreshOutcome, consecutiveFailures: Int) -> TimeInterval {
+        switch outcome {
+        case .transient: consecutiveFailures <= transientRetries ? transientRetry : longRetry
+        case .denied: deniedRetry
+        case .approved, .notModified: defaultAge
+        }
+    }
+
+    /// What recording `result` changes for a host in state `previous` (`nil`: never fetched),
+    /// at `now`, for the entries and apps that need it.
+    ///
+    /// - Parameters:
+    ///   - result: the download (a 304 comes back from ``AASAFetcher`` as `ok` with status 304 and the stored body).
+    ///   - previous: the stored state before it.
+    ///   - needs: the entries and app IDs that need this host, for `association-lost`/`-gained`.
+    ///   - now: the current time.
+    /// - Returns: the update to record; `nil` for a cancelled download (nothing is recorded).
+    public func update(for result: HostFetchResult, previous: HostState?, needs: [EntryNeed], now: Date) -> HostUpdate? {
+        guard result.code != "cancelled" else { return nil }
+        let key = HostKey(host: result.host, route: result.route)
+        let outcome = classify(result)
+        let stored = StoredResult(
+            code: result.code, reason: result.reason, httpStatus: result.httpStatus, url: result.url,
+            headers: result.headers, body: result.body, fetchedAt: now
+        )
+        var events: [HistoryEvent] = []
+        func event(_ kind: HistoryKind, _ detail: HistoryDetail) {
+            events.append(HistoryEvent(key: key, at: now, kind: kind, detail: detail))
+        }
+        let previousCode = previous?.lastResult?.code
+        let wasApproved = previous?.isApproved ?? false
+
+        switch outcome {
+        case .approved, .notModified:
+            let body = result.body ?? []
+            let oldDocument = previous?.approvedDocument
+            if !wasApproved {
+                event(.approved, HistoryDetail(code: "ok", previousCode: previousCode, reason: result.reason, httpStatus: result.httpStatus))
+            }
+            if let oldDocument, let newDocument = result.document, previous?.approvedBody != body {
+                let changes = AASADiff.changes(from: oldDocument, to: newDocument)
+                if !changes.isEmpty {
+                    event(.changed, HistoryDetail(httpStatus: result.httpStatus, changes: changes))
+                }
+                for need in needs where !need.appID.isEmpty {
+                    let before = oldDocument.appIDs(for: need.service).contains(need.appID)
+                    let after = newDocument.appIDs(for: need.service).contains(need.appID)
+                    if before && !after {
+                        event(.associationLost, HistoryDetail(
+                            reason: "\(need.appID) is no longer listed for \(need.service.name) in the file of \(key.host)",
+                            appID: need.appID, entry: need.entry, service: need.service))
+                    } else if !before && after {
+                        event(.associationGained, HistoryDetail(
+                            reason: "\(need.appID) is now listed for \(need.service.name) in the file of \(key.host)",
+                            appID: need.appID, entry: need.entry, service: need.service))
+                    }
+                }
+            }
+            var validators = CacheValidators(headers: result.headers)
+            if outcome == .notModified, let kept = previous?.validators {
+                validators.etag = validators.etag ?? kept.etag
+                validators.lastModified = validators.lastModified ?? kept.lastModified
+            }
+            return HostUpdate(
+                key: key, result: stored, approvedBody: body, validators: validators, consecutiveFailures: 0,
+                nextCheck: now.addingTimeInterval(approvedLifetime(headers: result.headers)), outcome: outcome, events: events
+            )
+        case .transient, .denied:
+            let failures = (previous?.consecutiveFailures ?? 0) + 1
+            let detail = HistoryDetail(code: result.code, previousCode: previousCode, reason: result.reason, httpStatus: result.httpStatus)
+            if wasApproved {
+                event(.broke, detail)
+            } else if previousCode != result.code {
+                event(.failed, detail)
+            }
+            return HostUpdate(
+                key: key, result: stored, approvedBody: nil, validators: nil, consecutiveFailures: failures,
+                nextCheck: now.addingTimeInterval(failureDelay(outcome, consecutiveFailures: failures)), outcome: outcome, events: events
+            )
+        }
+    }
+}

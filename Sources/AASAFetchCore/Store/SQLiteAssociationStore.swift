@@ -1,0 +1,444 @@
+import Foundation
+import GRDB
+
+/// The ``AssociationStore`` over SQLite (GRDB, the system SQLite), in WAL mode, one file
+/// (default `cache/aasa-fetch.sqlite`). Several processes may use one file at once: writes wait up
+/// to ``busyTimeout`` for each other, and due hosts are leased in an immediate transaction.
+/// A process killed at any moment leaves the file consistent (SQLite's journal).
+public struct SQLiteAssociationStore: AssociationStore {
+    /// The file name inside the cache folder.
+    public static let fileName = "aasa-fetch.sqlite"
+    /// How long a write waits for another process's write before failing with `store-locked`.
+    public static let busyTimeout: TimeInterval = 10
+
+    /// The database file.
+    public let path: String
+    private let queue: DatabaseQueue
+
+    public var location: String { path }
+
+    /// Opens (and with `create`, creates) the store at `path` and brings its schema up to date.
+    ///
+    /// - Throws: ``StoreError``: `store-missing` (no file and `create` is false), `store-unreadable`,
+    ///   `store-corrupt` (not a SQLite database, or damaged), `store-locked`, `store-newer-schema`.
+    public init(path: String, create: Bool = true, busyTimeout: TimeInterval = Self.busyTimeout) throws {
+        self.path = path
+        let fileManager = FileManager.default
+        if !fileManager.fileExists(atPath: path) {
+            guard create else {
+                throw StoreError(code: "store-missing", message: "no store at \(path) (run aasa-fetch --entitlements … first, or pass --cache DIR)")
+            }
+            let directory = (path as NSString).deletingLastPathComponent
+            if !directory.isEmpty {
+                do {
+                    try fileManager.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                } catch {
+                    throw StoreError(code: "store-unreadable", message: "cannot create \(directory): \(error.localizedDescription)")
+                }
+            }
+        } else if !fileManager.isReadableFile(atPath: path) {
+            throw StoreError(code: "store-unreadable", message: "cannot read \(path): permission denied")
+        }
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.label = "aasa-fetch.store"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+            let migrator = Self.migrator
+            let (superseded, complete) = try queue.read { db in
+                (try migrator.hasBeenSuperseded(db), try migrator.hasCompletedMigrations(db))
+            }
+            if superseded {
+                throw StoreError(code: "store-newer-schema", message: "\(path) was written by a newer aasa-fetch (unknown schema migrations)")
+            }
+            if !complete {
+                try migrator.migrate(queue)
+            }
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    // MARK: - Schema
+
+    /// The schema, from its first version on. Add migrations; never edit a shipped one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE hosts (
+                    id INTEGER PRIMARY KEY,
+                    host TEXT NOT NULL,
+                    route TEXT NOT NULL,
+                    tier INTEGER NOT NULL,
+                    added_at REAL NOT NULL,
+                    last_code TEXT,
+                    last_reason TEXT,
+                    last_http_status INTEGER,
+                    last_url TEXT,
+                    last_headers TEXT,
+                    last_body BLOB,
+                    fetched_at REAL,
+                    approved_body BLOB,
+                    approved_at REAL,
+                    etag TEXT,
+                    last_modified TEXT,
+                    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+                    next_check REAL NOT NULL,
+                    lease_owner TEXT,
+                    lease_expires REAL,
+                    UNIQUE (host, route)
+                );
+                CREATE INDEX hosts_next_check ON hosts (next_check);
+                CREATE TABLE entries (
+                    entry TEXT NOT NULL,
+                    app_id TEXT NOT NULL,
+                    route TEXT NOT NULL,
+                    service TEXT NOT NULL,
+                    host TEXT NOT NULL,
+                    added_at REAL NOT NULL,
+                    PRIMARY KEY (entry, app_id, route)
+                );
+                CREATE INDEX entries_host ON entries (host, route);
+                CREATE TABLE history (
+                    id INTEGER PRIMARY KEY,
+                    host TEXT NOT NULL,
+                    route TEXT NOT NULL,
+                    at REAL NOT NULL,
+                    kind TEXT NOT NULL,
+                    detail TEXT NOT NULL
+                );
+                CREATE INDEX history_host ON history (host, route, id);
+                """)
+        }
+        return migrator
+    }
+
+    /// The migrations applied to this file, in order (for tests and diagnostics).
+    public func appliedMigrations() async throws -> [String] {
+        try await read { db in try Self.migrator.appliedMigrations(db) }
+    }
+
+    /// Runs `PRAGMA integrity_check`: `["ok"]` when the file is sound.
+    public func integrityCheck() async throws -> [String] {
+        try await read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+    }
+
+    // MARK: - AssociationStore
+
+    public func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date) async throws -> [HostKey: HostState] {
+        let time = now.timeIntervalSince1970
+        return try await immediateWrite { db in
+            let insertHost = try db.cachedStatement(sql: """
+                INSERT INTO hosts (host, route, tier, added_at, next_check) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (host, route) DO NOTHING
+                """)
+            for registration in hosts {
+                try insertHost.execute(arguments: [registration.key.host, registration.key.route.rawValue, registration.tier, time, time])
+            }
+            let insertNeed = try db.cachedStatement(sql: """
+                INSERT INTO entries (entry, app_id, route, service, host, added_at) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (entry, app_id, route) DO UPDATE SET host = excluded.host, service = excluded.service
+                """)
+            for need in needs {
+                try insertNeed.execute(arguments: [need.entry, need.appID, need.route.rawValue, need.service.name, need.host, time])
+            }
+            return try Self.states(db, of: hosts.map(\.key))
+        }
+    }
+
+    public func claimDue(now: Date, limit: Int, leaseSeconds: TimeInterval, owner: String) async throws -> DueClaim {
+        let time = now.timeIntervalSince1970
+        return try await immediateWrite { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT \(Self.stateColumns) FROM hosts
+                WHERE next_check <= ? AND (lease_expires IS NULL OR lease_expires <= ?)
+                ORDER BY tier, id LIMIT ?
+                """, arguments: [time, time, max(0, limit)])
+            let claimed = rows.map(Self.state(from:))
+            let lease = try db.cachedStatement(sql: "UPDATE hosts SET lease_owner = ?, lease_expires = ? WHERE host = ? AND route = ?")
+            for state in claimed {
+                try lease.execute(arguments: [owner, time + leaseSeconds, state.key.host, state.key.route.rawValue])
+            }
+            let others = try Row.fetchAll(db, sql: """
+                SELECT lease_owner, COUNT(*) AS n FROM hosts
+                WHERE next_check <= ? AND lease_expires > ? AND lease_owner <> ?
+                GROUP BY lease_owner ORDER BY lease_owner
+                """, arguments: [time, time, owner])
+            let leasedElsewhere = others.reduce(0) { $0 + ($1["n"] as Int? ?? 0) }
+            let hosts = claimed.map { state -> HostState in
+                var leased = state
+                leased.lease = HostLease(owner: owner, expires: Date(timeIntervalSince1970: time + leaseSeconds))
+                return leased
+            }
+            return DueClaim(hosts: hosts, leasedElsewhere: leasedElsewhere, otherOwners: others.compactMap { $0["lease_owner"] })
+        }
+    }
+
+    public func record(_ update: HostUpdate, owner: String?) async throws {
+        let headers = String(decoding: (try? JSONEncoder().encode(update.result.headers)) ?? Data("[]".utf8), as: UTF8.self)
+        try await immediateWrite { db in
+            let result = update.result
+            var arguments: StatementArguments = [
+                result.code, result.reason, result.httpStatus, result.url, headers, result.body.map { Data($0) },
+                result.fetchedAt.timeIntervalSince1970, update.consecutiveFailures, update.nextCheck.timeIntervalSince1970,
+            ]
+            var assignments = """
+                last_code = ?, last_reason = ?, last_http_status = ?, last_url = ?, last_headers = ?, last_body = ?,
+                fetched_at = ?, consecutive_failures = ?, next_check = ?
+                """
+            if let approved = update.approvedBody {
+                assignments += ", approved_body = ?, approved_at = ?"
+                arguments += [Data(approved), result.fetchedAt.timeIntervalSince1970]
+            }
+            if let validators = update.validators {
+                assignments += ", etag = ?, last_modified = ?"
+                arguments += [validators.etag, validators.lastModified]
+            }
+            if let owner {
+                assignments += ", lease_owner = CASE WHEN lease_owner = ? THEN NULL ELSE lease_owner END"
+                assignments += ", lease_expires = CASE WHEN lease_owner = ? THEN NULL ELSE lease_expires END"
+                arguments += [owner, owner]
+            }
+            arguments += [update.key.host, update.key.route.rawValue]
+            try db.execute(sql: "UPDATE hosts SET \(assignments) WHERE host = ? AND route = ?", arguments: arguments)
+            guard db.changesCount > 0 else { return }  // forgotten meanwhile
+            try Self.insert(update.events, db)
+        }
+    }
+
+    public func release(_ keys: [HostKey], owner: String) async throws {
+        guard !keys.isEmpty else { return }
+        try await immediateWrite { db in
+            let statement = try db.cachedStatement(sql: """
+                UPDATE hosts SET lease_owner = NULL, lease_expires = NULL WHERE host = ? AND route = ? AND lease_owner = ?
+                """)
+            for key in keys {
+                try statement.execute(arguments: [key.host, key.route.rawValue, owner])
+            }
+        }
+    }
+
+    public func needs(for keys: [HostKey]) async throws -> [HostKey: [EntryNeed]] {
+        try await read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT entry, app_id, service, host, route FROM entries WHERE host = ? AND route = ? ORDER BY added_at, entry, app_id
+                """)
+            var needs: [HostKey: [EntryNeed]] = [:]
+            for key in keys {
+                let rows = try Row.fetchAll(statement, arguments: [key.host, key.route.rawValue])
+                needs[key] = rows.map { row in
+                    EntryNeed(entry: row["entry"], service: Service(name: row["service"]), host: row["host"],
+                              route: Route(rawValue: row["route"]) ?? .origin, appID: row["app_id"])
+                }
+            }
+            return needs
+        }
+    }
+
+    public func states(of keys: [HostKey]) async throws -> [HostKey: HostState] {
+        try await read { db in try Self.states(db, of: keys) }
+    }
+
+    public func allHosts() async throws -> [HostState] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT \(Self.summaryColumns) FROM hosts ORDER BY id").map(Self.state(from:))
+        }
+    }
+
+    public func history(of key: HostKey, limit: Int) async throws -> [HistoryEvent] {
+        try await read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT host, route, at, kind, detail FROM history WHERE host = ? AND route = ? ORDER BY id DESC LIMIT ?
+                """, arguments: [key.host, key.route.rawValue, limit])
+            return rows.reversed().compactMap { row -> HistoryEvent? in
+                guard let kind = HistoryKind(rawValue: row["kind"]) else { return nil }
+                let text: String = row["detail"]
+                let detail = (try? JSONDecoder().decode(HistoryDetail.self, from: Data(text.utf8))) ?? HistoryDetail()
+                return HistoryEvent(key: HostKey(host: row["host"], route: Route(rawValue: row["route"]) ?? .origin),
+                                    at: Date(timeIntervalSince1970: row["at"]), kind: kind, detail: detail)
+            }
+        }
+    }
+
+    public func nextDue() async throws -> Date? {
+        try await read { db in
+            try Double.fetchOne(db, sql: "SELECT MIN(next_check) FROM hosts").map { Date(timeIntervalSince1970: $0) }
+        }
+    }
+
+    public func forget(host: String) async throws -> Int {
+        try await immediateWrite { db in
+            try db.execute(sql: "DELETE FROM hosts WHERE host = ?", arguments: [host])
+            let removed = db.changesCount
+            try db.execute(sql: "DELETE FROM entries WHERE host = ?", arguments: [host])
+            try db.execute(sql: "DELETE FROM history WHERE host = ?", arguments: [host])
+            return removed
+        }
+    }
+
+    // MARK: - Benchmarks and tests
+
+    /// Adds `count` synthetic hosts (`h<N>.bench.example`) due at `nextCheck`, in one transaction.
+    /// For benchmarks of due-host selection; returns the number of hosts then in the store.
+    @discardableResult
+    public func insertSyntheticHosts(count: Int, nextCheck: Date, now: Date) async throws -> Int {
+        try await immediateWrite { db in
+            let statement = try db.makeStatement(sql: """
+                INSERT INTO hosts (host, route, tier, added_at, last_code, fetched_at, consecutive_failures, next_check)
+                VALUES (?, 'origin', 0, ?, 'ok', ?, 0, ?) ON CONFLICT (host, route) DO NOTHING
+                """)
+            let time = now.timeIntervalSince1970
+            let due = nextCheck.timeIntervalSince1970
+            for index in 0..<count {
+                try statement.execute(arguments: ["h\(index).bench.example", time, time, due])
+            }
+            return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM hosts") ?? 0
+        }
+    }
+
+    /// Sets every host's next check (tests make hosts due this way).
+    public func setNextCheck(_ date: Date, host: String? = nil) async throws {
+        try await immediateWrite { db in
+            if let host {
+                try db.execute(sql: "UPDATE hosts SET next_check = ? WHERE host = ?", arguments: [date.timeIntervalSince1970, host])
+            } else {
+                try db.execute(sql: "UPDATE hosts SET next_check = ?", arguments: [date.timeIntervalSince1970])
+            }
+        }
+    }
+
+    /// Runs one SQL statement as it is, in a write transaction (tests simulate other versions and faults).
+    public func executeForTesting(_ sql: String) async throws {
+        try await immediateWrite { db in try db.execute(sql: sql) }
+    }
+
+    /// The query plan SQLite uses to find due hosts (tests check it uses the `next_check` index).
+    public func dueQueryPlan() async throws -> [String] {
+        try await read { db in
+            try Row.fetchAll(db, sql: """
+                EXPLAIN QUERY PLAN SELECT \(Self.stateColumns) FROM hosts
+                WHERE next_check <= 0 AND (lease_expires IS NULL OR lease_expires <= 0) ORDER BY tier, id LIMIT 10
+                """).map { $0["detail"] as String? ?? "" }
+        }
+    }
+
+    // MARK: - Rows
+
+    private static let summaryColumns = """
+        host, route, tier, added_at, last_code, last_reason, last_http_status, last_url, last_headers, NULL AS last_body,
+        fetched_at, NULL AS approved_body, length(approved_body) AS approved_size, approved_at, etag, last_modified,
+        consecutive_failures, next_check, lease_owner, lease_expires
+        """
+
+    private static let stateColumns = """
+        host, route, tier, added_at, last_code, last_reason, last_http_status, last_url, last_headers, last_body,
+        fetched_at, approved_body, length(approved_body) AS approved_size, approved_at, etag, last_modified,
+        consecutive_failures, next_check, lease_owner, lease_expires
+        """
+
+    private static func states(_ db: Database, of keys: [HostKey]) throws -> [HostKey: HostState] {
+        let statement = try db.cachedStatement(sql: "SELECT \(stateColumns) FROM hosts WHERE host = ? AND route = ?")
+        var states: [HostKey: HostState] = [:]
+        for key in keys {
+            if let row = try Row.fetchOne(statement, arguments: [key.host, key.route.rawValue]) {
+                states[key] = state(from: row)
+            }
+        }
+        return states
+    }
+
+    private static func state(from row: Row) -> HostState {
+        let key = HostKey(host: row["host"], route: Route(rawValue: row["route"]) ?? .origin)
+        var last: StoredResult?
+        if let code = row["last_code"] as String? {
+            let headerText = row["last_headers"] as String? ?? "[]"
+            let headers = (try? JSONDecoder().decode([HTTPHeader].self, from: Data(headerText.utf8))) ?? []
+            last = StoredResult(
+                code: code, reason: row["last_reason"] ?? "", httpStatus: row["last_http_status"], url: row["last_url"] ?? "",
+                headers: headers, body: (row["last_body"] as Data?).map { [UInt8]($0) },
+                fetchedAt: Date(timeIntervalSince1970: row["fetched_at"] ?? 0)
+            )
+        }
+        var lease: HostLease?
+        if let owner = row["lease_owner"] as String?, let expires = row["lease_expires"] as Double? {
+            lease = HostLease(owner: owner, expires: Date(timeIntervalSince1970: expires))
+        }
+        var state = HostState(
+            key: key, tier: row["tier"], lastResult: last,
+            approvedBody: (row["approved_body"] as Data?).map { [UInt8]($0) },
+            approvedAt: (row["approved_at"] as Double?).map { Date(timeIntervalSince1970: $0) },
+            validators: CacheValidators(etag: row["etag"], lastModified: row["last_modified"]),
+            consecutiveFailures: row["consecutive_failures"],
+            nextCheck: Date(timeIntervalSince1970: row["next_check"]),
+            lease: lease,
+            addedAt: Date(timeIntervalSince1970: row["added_at"])
+        )
+        state.approvedSize = row["approved_size"]
+        return state
+    }
+
+    private static func insert(_ events: [HistoryEvent], _ db: Database) throws {
+        guard !events.isEmpty else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let statement = try db.cachedStatement(sql: "INSERT INTO history (host, route, at, kind, detail) VALUES (?, ?, ?, ?, ?)")
+        for event in events {
+            let detail = String(decoding: (try? encoder.encode(event.detail)) ?? Data("{}".utf8), as: UTF8.self)
+            try statement.execute(arguments: [event.key.host, event.key.route.rawValue, event.at.timeIntervalSince1970,
+                                              event.kind.rawValue, detail])
+        }
+    }
+
+    // MARK: - Access and errors
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await queue.read(body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    /// A write in an immediate transaction: the write lock is taken first (waiting up to the busy
+    /// timeout), so reads that decide a write (due hosts) cannot race another process.
+    private func immediateWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await queue.writeWithoutTransaction { db in
+                var value: T?
+                try db.inTransaction(.immediate) {
+                    value = try body(db)
+                    return .commit
+                }
+                guard let value else { throw StoreError(code: "store-error", message: "a transaction returned nothing") }
+                return value
+            }
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    static func storeError(_ error: any Error, path: String) -> StoreError {
+        if let error = error as? StoreError { return error }
+        guard let error = error as? DatabaseError else {
+            return StoreError(code: "store-error", message: "\(path): \(error)")
+        }
+        let detail = error.message ?? "\(error)"
+        switch error.resultCode {
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT, .SQLITE_FORMAT:
+            return StoreError(code: "store-corrupt", message: "\(path) is not a usable aasa-fetch store (\(detail)); move it away or pass --cache DIR")
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return StoreError(code: "store-locked", message: "\(path) stayed locked by another process for more than \(Int(busyTimeout)) s (\(detail))")
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_AUTH, .SQLITE_IOERR:
+            return StoreError(code: "store-unreadable", message: "cannot use \(path): \(detail)")
+        case .SQLITE_FULL:
+            return StoreError(code: "store-full", message: "\(path): the disk is full")
+        default:
+            return StoreError(code: "store-error", message: "\(path): \(detail)")
+        }
+    }
+}
