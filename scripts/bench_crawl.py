@@ -9,6 +9,7 @@ each, and the ratios (aasa-fetch / curl for speed, curl / aasa-fetch for memory)
 Usage: scripts/bench-crawl [--sizes 2000,20000] [--concurrency 16,64,256] [--binary PATH] [--extra ARG]...
 """
 import argparse
+import shlex
 import os
 import shutil
 import socket
@@ -50,6 +51,9 @@ def main():
     ap.add_argument("--concurrency", default="16,64,256")
     ap.add_argument("--binary", default=".build/release/aasa-fetch")
     ap.add_argument("--extra", action="append", default=[], help="extra aasa-fetch argument")
+    ap.add_argument("--wrap", default="", help="a command prefix for aasa-fetch, e.g. 'perf record -e cpu-clock -g -o perf.data --'")
+    ap.add_argument("--output", default="json", choices=["json", "human"], help="aasa-fetch output mode")
+    ap.add_argument("--skip-curl", action="store_true", help="run aasa-fetch only (profiling)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     levels = [int(x) for x in args.concurrency.split(",")]
@@ -114,14 +118,17 @@ http {{
                 for h in hosts:
                     f.write(f'url = "https://{h}/.well-known/apple-app-site-association"\noutput = "/dev/null"\n')
             for c in levels:
-                ours_cmd = [args.binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
+                ours_cmd = shlex.split(args.wrap) + [args.binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
                             "--connect-to", f"::127.0.0.1:{port}", "--allow-private", "--concurrency", str(c),
-                            "--retry-delays", "", "--quiet", "--json"] + args.extra
+                            "--retry-delays", "", "--quiet"] + (["--json"] if args.output == "json" else []) + args.extra
                 ours = measure(ours_cmd, f"{work}/ours.json")
-                ok_ours = count_ok(f"{work}/ours.json")
+                ok_ours = count_ok(f"{work}/ours.json") if args.output == "json" else count_human(f"{work}/ours.json")
                 curl_cmd = [curl, "--parallel", "--parallel-max", str(c), "--http1.1", "-s", "-A", "AASA-Bot/1.0.0",
                             "--cacert", f"{work}/ca.pem", "--connect-to", f"::127.0.0.1:{port}",
                             "-w", "%{http_code}\\n", "-K", curl_config]
+                if args.skip_curl:
+                    print(f"{n:>6} {c:>4} | {'aasa-fetch':<10} {n / ours[0]:>9.0f} {1000 * ours[1] / n:>11.3f} {ours[2] / 1024:>12.1f} {ok_ours:>6} |")
+                    continue
                 theirs = measure(curl_cmd, f"{work}/curl.out")
                 ok_curl = sum(1 for line in open(f"{work}/curl.out") if line.strip() == "200")
                 speed = (n / ours[0]) / (n / theirs[0])
@@ -137,6 +144,11 @@ http {{
             except subprocess.TimeoutExpired:
                 nginx_proc.kill()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def count_human(path):
+    with open(path, errors="replace") as f:
+        return sum(1 for line in f if line.startswith("✔ "))
 
 
 def count_ok(path):

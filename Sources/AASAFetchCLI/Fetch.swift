@@ -52,6 +52,21 @@ extension AASAFetchCommand {
             let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
             let fetcher = AASAFetcher(transport: client, options: options)
             let progress = ProgressReporter(total: plan.fetches.count, enabled: !quiet && console.stderrIsTerminal && plan.fetches.count > 1)
+            if routing.route == .origin {
+                // Origin only: stream results (judge, print, record) instead of keeping them all.
+                let streaming = StreamingRun(
+                    plan: plan, fetcher: fetcher, loaded: loaded, region: region, json: json, console: console,
+                    recording: recording.map { ($0.store, $0.previous) }, progress: progress
+                )
+                let (summary, storeFailure) = await streaming.run()
+                await client.shutdown()
+                if let storeFailure {
+                    console.err("aasa-fetch: \(storeFailure.code): \(storeFailure.message)")
+                    throw ExitStatus.cannotRun
+                }
+                if summary.failed > 0 { throw ExitStatus.failure }
+                return
+            }
             let cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
             let run = await RoutedRun.fetch(plan, route: routing.route, origin: fetcher, cdn: cdn) { done, result in
                 progress.update(done: done, result: result)

@@ -32,28 +32,42 @@ public struct AASAFetcher: Sendable {
         progress: @escaping @Sendable (Int, HostFetchResult) -> Void = { _, _ in }
     ) async -> [HostFetchResult] {
         var results: [HostFetchResult?] = Array(repeating: nil, count: fetches.count)
-        let limit = max(1, options.concurrency)
-        await withTaskGroup(of: (Int, HostFetchResult).self) { group in
-            var next = 0
-            var done = 0
-            func admit() {
-                let position = next
-                let planned = fetches[position]
-                let conditional = conditions[planned.host]
-                group.addTask { (position, await self.fetch(host: planned.host, startOrder: position, conditional: conditional)) }
-                next += 1
-            }
-            while next < fetches.count, next < limit { admit() }
-            for await (position, result) in group {
-                results[position] = result
-                done += 1
-                progress(done, result)
-                if next < fetches.count { admit() }
-            }
+        var done = 0
+        await fetchEach(fetches, conditions: conditions) { result in
+            results[result.startOrder] = result
+            done += 1
+            progress(done, result)
         }
         return results.enumerated().map { position, result in
             result ?? HostFetchResult(host: fetches[position].host, route: .origin, url: "", code: "cancelled",
                                       reason: "the run was cancelled", startOrder: position)
+        }
+    }
+
+    /// Fetches every planned host like ``fetchAll(_:conditions:progress:)`` but hands each result
+    /// to `handle` as soon as it is ready (in completion order; ``HostFetchResult/startOrder`` is its
+    /// position in the plan) and keeps none, so memory does not grow with the number of hosts.
+    /// The next download is admitted before `handle` runs, so the window stays full.
+    public func fetchEach(
+        _ fetches: [PlannedFetch],
+        conditions: [String: ConditionalRequest] = [:],
+        handle: (HostFetchResult) async -> Void
+    ) async {
+        let limit = max(1, options.concurrency)
+        await withTaskGroup(of: HostFetchResult.self) { group in
+            var next = 0
+            func admit() {
+                let position = next
+                let planned = fetches[position]
+                let conditional = conditions[planned.host]
+                group.addTask { await self.fetch(host: planned.host, startOrder: position, conditional: conditional) }
+                next += 1
+            }
+            while next < fetches.count, next < limit { admit() }
+            for await result in group {
+                if next < fetches.count { admit() }
+                await handle(result)
+            }
         }
     }
 

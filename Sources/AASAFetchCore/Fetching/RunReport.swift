@@ -84,6 +84,9 @@ public struct DomainReport: Sendable, Encodable {
     /// `--route both` the CDN's side compared with the origin's; `nil` for origin-only records.
     public var cdn: CDNRecord? = nil
 
+    /// The number of warning findings.
+    public var warningCount: Int { findings.filter { $0.severity == .warning }.count }
+
     private enum CodingKeys: String, CodingKey {
         case host, entries, route, tier, startOrder, associated, code, reason, httpStatus, url
         case redirectLocation, contentType, bytes, appIDs, customRoot, findings, attempts, cdn
@@ -198,27 +201,42 @@ public enum AssociationJudge {
         var verdicts = plan.entries.map(EntryVerdict.init(parsed:))
         var domains: [DomainReport] = []
         for (planned, result) in zip(plan.fetches, results) {
-            for index in planned.entryIndexes {
-                verdicts[index] = judge(verdicts[index], result: result, appIDs: appIDs)
-            }
-            domains.append(domainReport(planned: planned, result: result, verdicts: planned.entryIndexes.map { verdicts[$0] }))
+            domains.append(judgeHost(planned, result: result, verdicts: &verdicts, appIDs: appIDs))
         }
-        let all = verdicts
-        // Warnings counted once: the entries' own (entitlement) warnings, the hosts' warnings (which
-        // already carry the association warnings of their entries) and the run's.
-        let warnings = all.reduce(0) { $0 + $1.findings.filter { $0.severity == .warning && $0.code.hasPrefix("entitlement-") }.count }
-            + domains.reduce(0) { $0 + $1.findings.filter { $0.severity == .warning }.count }
-            + findings.filter { $0.severity == .warning }.count
-        let summary = RunSummary(
-            entries: all.count,
-            domains: domains.count,
-            associated: all.filter { $0.associated == true }.count,
-            failed: all.filter { $0.associated == false }.count,
-            unjudged: all.filter { $0.associated == nil }.count,
-            warnings: warnings
+        let summary = Self.summary(
+            verdicts: verdicts, domains: domains.count,
+            domainWarnings: domains.reduce(0) { $0 + $1.warningCount }, runFindings: findings
         )
         return RunReport(appIDs: appIDs, appIDSource: appIDSource, region: region, entries: verdicts,
                          domains: domains, findings: findings, summary: summary)
+    }
+
+    /// Judges one downloaded host: updates the verdicts of the entries it serves (indexes into
+    /// `verdicts`, the plan's entries) and returns the host's record. A streaming run calls this as
+    /// each result arrives instead of keeping every result for ``report(plan:results:appIDs:appIDSource:region:findings:)``.
+    public static func judgeHost(
+        _ planned: PlannedFetch, result: HostFetchResult, verdicts: inout [EntryVerdict], appIDs: [String]
+    ) -> DomainReport {
+        for index in planned.entryIndexes {
+            verdicts[index] = judge(verdicts[index], result: result, appIDs: appIDs)
+        }
+        return domainReport(planned: planned, result: result, verdicts: planned.entryIndexes.map { verdicts[$0] })
+    }
+
+    /// The counts of a run. Warnings are counted once: the entries' own (entitlement) warnings, the
+    /// hosts' warnings (which already carry the association warnings of their entries) and the run's.
+    public static func summary(verdicts: [EntryVerdict], domains: Int, domainWarnings: Int, runFindings: [Finding]) -> RunSummary {
+        let entryWarnings = verdicts.reduce(0) {
+            $0 + $1.findings.filter { $0.severity == .warning && $0.code.hasPrefix("entitlement-") }.count
+        }
+        return RunSummary(
+            entries: verdicts.count,
+            domains: domains,
+            associated: verdicts.filter { $0.associated == true }.count,
+            failed: verdicts.filter { $0.associated == false }.count,
+            unjudged: verdicts.filter { $0.associated == nil }.count,
+            warnings: entryWarnings + domainWarnings + runFindings.filter { $0.severity == .warning }.count
+        )
     }
 
     private static func judge(_ verdict: EntryVerdict, result: HostFetchResult, appIDs: [String]) -> EntryVerdict {
