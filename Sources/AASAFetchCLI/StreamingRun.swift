@@ -107,7 +107,16 @@ struct JSONStreamWriter {
 
     func finish(entries: [EntryVerdict], findings: [Finding], region: String?, summary: RunSummary) {
         console.out(domains == 0 ? "  ]," : "\n  ],")
-        console.out("  \"entries\" : \(encoded(entries, indent: "  ")),")
+        // One entry at a time: encoding the whole array at once would hold its text N times over.
+        if entries.isEmpty {
+            console.out("  \"entries\" : [],")
+        } else {
+            console.out("  \"entries\" : [")
+            for (index, entry) in entries.enumerated() {
+                console.out("    " + encoded(entry, indent: "    ") + (index == entries.count - 1 ? "" : ","))
+            }
+            console.out("  ],")
+        }
         console.out("  \"findings\" : \(encoded(findings, indent: "  ")),")
         console.out("  \"region\" : \(encoded(region, indent: "  ")),")
         console.out("  \"schemaVersion\" : 1,")
