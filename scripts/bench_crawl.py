@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--extra", action="append", default=[], help="extra aasa-fetch argument")
     ap.add_argument("--wrap", default="", help="a command prefix for aasa-fetch, e.g. 'perf record -e cpu-clock -g -o perf.data --'")
     ap.add_argument("--output", default="json", choices=["json", "human"], help="aasa-fetch output mode")
+    ap.add_argument("--cdn", action="store_true", help="also run aasa-fetch through a local fake CDN (--route cdn, one HTTP/2 connection)")
     ap.add_argument("--skip-curl", action="store_true", help="run aasa-fetch only (profiling)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -94,6 +95,13 @@ http {{
     ssl_session_cache shared:SSL:10m;
     root {work}/root;
   }}
+  server {{
+    listen 127.0.0.1:{port} ssl http2; server_name cdn.bench.test;
+    ssl_certificate {work}/site.pem; ssl_certificate_key {work}/site.key;
+    http2_max_concurrent_streams 512; keepalive_requests 1000000;
+    root {work}/root; default_type application/json;
+    location /a/v1/ {{ rewrite ^ /.well-known/apple-app-site-association break; add_header Apple-Origin-Format json; }}
+  }}
 }}
 """)
         nginx_proc = subprocess.Popen([nginx, "-p", work, "-c", f"{work}/nginx.conf"], stderr=subprocess.DEVNULL)
@@ -126,6 +134,14 @@ http {{
                 curl_cmd = [curl, "--parallel", "--parallel-max", str(c), "--http1.1", "-s", "-A", "AASA-Bot/1.0.0",
                             "--cacert", f"{work}/ca.pem", "--connect-to", f"::127.0.0.1:{port}",
                             "-w", "%{http_code}\\n", "-K", curl_config]
+                if args.cdn:
+                    cdn_cmd = ours_cmd + ["--route", "cdn", "--cdn-base", "https://cdn.bench.test/a/v1/"]
+                    cdn = measure(cdn_cmd, f"{work}/cdn.json")
+                    if os.environ.get("BENCH_DEBUG"):
+                        shutil.copy(f"{work}/cdn.json", "/tmp/cdn-debug.json")
+                    ok_cdn = count_ok(f"{work}/cdn.json") if args.output == "json" else count_human(f"{work}/cdn.json")
+                    print(f"{n:>6} {c:>4} | {'via CDN':<10} {n / cdn[0]:>9.0f} {1000 * cdn[1] / n:>11.3f} {cdn[2] / 1024:>12.1f} {ok_cdn:>6} | "
+                          f"CDN/origin {ours[0] / cdn[0]:.2f}x")
                 if args.skip_curl:
                     print(f"{n:>6} {c:>4} | {'aasa-fetch':<10} {n / ours[0]:>9.0f} {1000 * ours[1] / n:>11.3f} {ours[2] / 1024:>12.1f} {ok_ours:>6} |")
                     continue
