@@ -191,4 +191,27 @@ static inline int ccurl_sockaddr_ntop(const struct curl_sockaddr *address, char 
     return -1;
 }
 
+/* OpenSSL's SSL_CTX_ctrl, found at run time like OPENSSL_init_crypto so that no OpenSSL headers
+ * or link flags are needed. SSL_CTRL_MODE (33) with SSL_MODE_RELEASE_BUFFERS (0x10) makes every
+ * connection of the context free its read and write buffers while they are idle. */
+typedef long (*ccurl_ssl_ctx_ctrl_fn)(void *ctx, int cmd, long larg, void *parg);
+
+static CURLcode ccurl_sslctx_release_buffers(CURL *handle, void *sslctx, void *userdata) {
+    (void)handle;
+    (void)userdata;
+    static ccurl_ssl_ctx_ctrl_fn ctrl = NULL;
+    if (ctrl == NULL) {
+        ctrl = (ccurl_ssl_ctx_ctrl_fn)dlsym(RTLD_DEFAULT, "SSL_CTX_ctrl");
+    }
+    if (ctrl != NULL && sslctx != NULL) {
+        ctrl(sslctx, 33 /* SSL_CTRL_MODE */, 0x10L /* SSL_MODE_RELEASE_BUFFERS */, NULL);
+    }
+    return CURLE_OK;
+}
+
+/* Installs ccurl_sslctx_release_buffers as the transfer's CURLOPT_SSL_CTX_FUNCTION. */
+static inline CURLcode ccurl_easy_release_tls_buffers(CURL *handle) {
+    return curl_easy_setopt(handle, CURLOPT_SSL_CTX_FUNCTION, ccurl_sslctx_release_buffers);
+}
+
 #endif

@@ -134,6 +134,10 @@ final class Transfer {
             // "Instead of" the system store: drop the compiled-in CA directory too.
             try check(ccurl_easy_setopt_string(easy, CURLOPT_CAPATH, nil), "CAPATH")
         }
+        // Memory per connection: OpenSSL frees idle TLS buffers, and curl's receive buffer is 8 KiB
+        // (the default is 16 KiB; association files are small and streamed into our own buffer).
+        try check(ccurl_easy_release_tls_buffers(easy), "SSL_CTX_FUNCTION")
+        try setLong(CURLOPT_BUFFERSIZE, 8 * 1024, "BUFFERSIZE")
         try setLong(CURLOPT_SSL_VERIFYPEER, request.verifyPeer ? 1 : 0, "SSL_VERIFYPEER")
         try setLong(CURLOPT_SSL_VERIFYHOST, request.verifyPeer ? 2 : 0, "SSL_VERIFYHOST")
         if request.collectCertificates {
