@@ -144,7 +144,15 @@ public final class PostgresConnection: @unchecked Sendable {
                     return .failure(PostgresError(code: "postgres-connect-failure", message: Self.errorMessage(connection)))
                 }
             }
-            if case .failure(let error) = executeOnQueue("BEGIN", []) { return .failure(error) }
+            if case .failure(let error) = executeOnQueue("BEGIN", []) {
+                // A server restarted since the last call: the first statement finds the connection dead.
+                if let connection, PQstatus(connection) != CONNECTION_OK, !resetOnce {
+                    resetOnce = true
+                    remaining = max(remaining, 1)
+                    continue
+                }
+                return .failure(error)
+            }
             let transaction = PostgresTransaction(connection: self)
             do {
                 let value = try body(transaction)

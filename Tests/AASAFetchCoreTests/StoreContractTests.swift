@@ -268,3 +268,119 @@ struct StoreContractTests {
         return server.url.replacingOccurrences(of: "/postgres?", with: "/\(name)?")
     }
 }
+
+/// What is particular to PostgreSQL: parallel claimers, migrations raced by many connections,
+/// and connection failures with stable codes. Each test starts and stops its own server.
+@Suite(.timeLimit(.minutes(3)))
+struct PostgresStoreTests {
+    /// Claims until nothing is left, on `handles` stores at once; returns every claim's hosts.
+    static func drain(_ handles: [any AssociationStore], limit: Int) async throws -> [[String]] {
+        try await withThrowingTaskGroup(of: [[String]].self) { group in
+            for (index, handle) in handles.enumerated() {
+                group.addTask {
+                    var claims: [[String]] = []
+                    while true {
+                        let claim = try await handle.claimDue(now: StoreContract.t0, limit: limit, leaseSeconds: 600, owner: "claimer-\(index)")
+                        if claim.hosts.isEmpty { return claims }
+                        claims.append(claim.hosts.map(\.key.host))
+                    }
+                }
+            }
+            var all: [[String]] = []
+            for try await claims in group { all += claims }
+            return all
+        }
+    }
+
+    @Test func parallelClaimersNeverGetTheSameHost() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let first = try await PostgresAssociationStore.connect(url: server.url)
+        let hosts = (0..<400).map { ("h\($0).parallel.example", $0 % 3) }
+        try await StoreContract.register(first, hosts)
+        var handles: [any AssociationStore] = [first]
+        for _ in 1..<6 { handles.append(try await PostgresAssociationStore.connect(url: server.url)) }
+        let claims = try await Self.drain(handles, limit: 7)
+        let claimed = claims.flatMap { $0 }
+        #expect(claimed.count == 400, "every host claimed once")
+        #expect(Set(claimed).count == claimed.count, "no host claimed twice")
+        #expect(claims.allSatisfy { $0.count <= 7 })
+        let owners = Set(try await first.allHosts().compactMap { $0.lease?.owner })
+        print("parallel claimers: \(claims.count) claims by \(owners.count) of 6 connections")
+        for handle in handles { await (handle as? PostgresAssociationStore)?.close() }
+    }
+
+    @Test func sqliteClaimersInOneFileNeverGetTheSameHost() async throws {
+        let temporary = StoreTests.TemporaryStore()
+        let first = try temporary.open()
+        try await StoreContract.register(first, (0..<200).map { ("h\($0).parallel.example", 0) })
+        let handles: [any AssociationStore] = [first] + (try (1..<4).map { _ in try temporary.open() })
+        let claimed = try await Self.drain(handles, limit: 7).flatMap { $0 }
+        #expect(claimed.count == 200 && Set(claimed).count == 200)
+    }
+
+    @Test func migrationsRaceSafelyAndNewerSchemasAreRefused() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let url = server.url
+        // Eight processes' first connections at once: the advisory lock lets one create the schema.
+        let stores = try await withThrowingTaskGroup(of: PostgresAssociationStore.self) { group in
+            for _ in 0..<8 { group.addTask { try await PostgresAssociationStore.connect(url: url) } }
+            var stores: [PostgresAssociationStore] = []
+            for try await store in group { stores.append(store) }
+            return stores
+        }
+        #expect(try await stores[0].appliedMigrations() == ["v1"])
+        try await StoreContract.register(stores[1], [("example.com", 0)])
+        #expect(try await stores[2].allHosts().map(\.key.host) == ["example.com"])
+        try await stores[0].executeForTesting("INSERT INTO schema_migrations (version) VALUES ('v999-future')")
+        do {
+            _ = try await PostgresAssociationStore.connect(url: url)
+            Issue.record("a newer schema was accepted")
+        } catch let error as StoreError {
+            #expect(error.code == "store-newer-schema", "\(error)")
+        }
+        for store in stores { await store.close() }
+    }
+
+    static func code(_ url: String) async -> String? {
+        do {
+            _ = try await PostgresAssociationStore.connect(url: url)
+            return nil
+        } catch let error as StoreError {
+            return error.code
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func connectionFailuresHaveStableCodes() async throws {
+        let server = try await PostgresServer.start(password: "right-secret")
+        defer { server.stop() }
+        #expect(await Self.code(server.url) == nil)
+        let port = server.port
+        #expect(await Self.code("mysql://root@127.0.0.1/db") == "store-bad-url")
+        #expect(await Self.code("postgres://postgres@127.0.0.1:notaport/postgres") == "store-bad-url")
+        #expect(await Self.code("postgres://postgres@127.0.0.1:\(try Loopback.freePort())/postgres?connect_timeout=2") == "store-unreachable")
+        #expect(await Self.code("postgres://postgres:wrong@127.0.0.1:\(port)/postgres?connect_timeout=5") == "store-auth-failed")
+        #expect(await Self.code("postgres://postgres:right-secret@127.0.0.1:\(port)/nosuchdb?connect_timeout=5") == "store-missing")
+        do {
+            _ = try await PostgresAssociationStore.connect(url: "postgres://postgres:wrong@127.0.0.1:\(port)/postgres")
+        } catch let error as StoreError {
+            #expect(!error.message.contains("wrong"), "the password is not repeated: \(error.message)")
+            #expect(error.message.contains("postgres://postgres:***@127.0.0.1"), "\(error.message)")
+        }
+        #expect(PostgresAssociationStore.redacted("postgresql://u:p%40ss@h:5/db?sslmode=require&password=x") == "postgresql://u:***@h:5/db?sslmode=require&password=***")
+        #expect(PostgresAssociationStore.redacted("postgres://u@h/db") == "postgres://u@h/db")
+
+        // A store whose server goes away answers store-unreachable, not a crash or a hang.
+        let store = try await PostgresAssociationStore.connect(url: server.url)
+        server.stop()
+        do {
+            _ = try await store.allHosts()
+            Issue.record("a stopped server answered")
+        } catch let error as StoreError {
+            #expect(error.code == "store-unreachable", "\(error)")
+        }
+    }
+}

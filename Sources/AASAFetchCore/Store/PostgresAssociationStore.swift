@@ -479,6 +479,10 @@ public struct PostgresAssociationStore: AssociationStore {
     /// A connection failure (libpq's message) as a ``StoreError``.
     static func connectError(_ message: String, location: String) -> StoreError {
         let lower = message.lowercased()
+        if lower.contains("for connection option") || lower.contains("invalid port number") || lower.contains("invalid sslmode")
+            || lower.contains("invalid uri") {
+            return StoreError(code: "store-bad-url", message: "\(location): \(message)")
+        }
         if lower.contains("password authentication failed") || lower.contains("no password supplied")
             || lower.contains("authentication failed") || lower.contains("pg_hba.conf")
             || (lower.contains("role") && lower.contains("does not exist")) {
