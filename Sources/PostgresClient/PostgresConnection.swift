@@ -86,6 +86,8 @@ public final class PostgresConnection: @unchecked Sendable {
                     continuation.resume(returning: .failure(PostgresError(code: "postgres-connect-failure", message: message)))
                     return
                 }
+                // Server notices (e.g. "relation … already exists, skipping") are not ours to print.
+                PQsetNoticeProcessor(raw, { _, _ in }, nil)
                 continuation.resume(returning: .success(PostgresConnection(connection: raw, queue: queue)))
             }
         }
@@ -229,8 +231,10 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
+    /// libpq's message on one line (it breaks hints onto indented lines of their own).
     private static func errorMessage(_ connection: OpaquePointer) -> String {
-        (PQerrorMessage(connection).map { String(cString: $0) } ?? "unknown error").trimmingCharacters(in: " \n")
+        let text = (PQerrorMessage(connection).map { String(cString: $0) } ?? "unknown error").trimmingCharacters(in: " \n\t")
+        return text.split(whereSeparator: { $0 == "\n" || $0 == "\t" }).map { String($0).trimmingCharacters(in: " ") }.joined(separator: " ")
     }
 }
 
