@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "Inflate", dependencies: ["CZlib"]),
 
         // MARK: - Core library: entitlements, file model, matching, fetching (no C types)
-        .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA", "Inflate", grdb]),
+        .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA", "Inflate", "PostgresClient", grdb]),
 
         // MARK: - Commands (a library, so they are testable) and the thin executable
         .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", "CurlTransport", argumentParser]),

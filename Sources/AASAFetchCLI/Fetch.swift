@@ -36,10 +36,10 @@ extension AASAFetchCommand {
             let region = input.effectiveRegion
             let plan = FetchPlan(entries: loaded.entries, prioritizer: DomainPrioritizer(region: region))
             // The store: opened before any download, so an unusable one stops the run at once.
-            var recording: (store: SQLiteAssociationStore, previous: [HostKey: HostState])?
+            var recording: (store: any AssociationStore, previous: [HostKey: HostState])?
             if !noStore {
                 do {
-                    let opened = try store.open(create: true)
+                    let opened = try await store.open(create: true)
                     // Registered as routed (a CDN host is keyed by its route), the way results are recorded.
                     let routed = RoutedRun.split(plan, route: routing.route).plan
                     recording = (opened, try await StoreSession.register(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date()))

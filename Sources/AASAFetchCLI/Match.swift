@@ -185,9 +185,9 @@ extension AASAFetchCommand {
             var files: [String: CompiledAssociation] = [:]
             var apps: [String] = []
             var missing = plan.fetches
-            var stored: (store: SQLiteAssociationStore, previous: [HostKey: HostState])?
+            var stored: (store: any AssociationStore, previous: [HostKey: HostState])?
             if !noStore {
-                let database = try store.open(create: true)
+                let database = try await store.open(create: true)
                 let appIDs = self.appIDs
                 let previous = try await StoreSession.register(plan: plan, appIDs: appIDs, in: database, now: Date())
                 stored = (database, previous)

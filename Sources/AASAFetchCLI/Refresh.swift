@@ -12,7 +12,12 @@ extension AASAFetchCommand {
     /// that served an approved file now fails, or an app that needs a host is no longer listed),
     /// 2 the store is missing or unusable, 64 usage. With `--watch` it runs a pass every
     /// `--interval` until SIGINT/SIGTERM, then stops cleanly and exits 0.
-    /// JSON shape: ``RefreshReport`` (one object; with `--watch`, one compact line per pass).
+    /// With `--worker` (for a PostgreSQL store shared by many machines, or a SQLite one) it leases
+    /// a batch of due hosts, fetches and records it, and again; when nothing is due it sleeps until
+    /// the next check (or the lapse of a lease another worker may have died with), at most
+    /// `--interval` (default 60 s); on SIGINT/SIGTERM it releases its leases and exits 0.
+    /// JSON shape: ``RefreshReport`` (one object; with `--watch`, one compact line per pass; with
+    /// `--worker`, one per batch).
     struct Refresh: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Fetch the due hosts of the store (for cron), record them and report changes."
@@ -23,15 +28,26 @@ extension AASAFetchCommand {
         @Option(help: ArgumentHelp("The region whose ccTLDs come second in priority; default from LC_ALL, LC_MESSAGES or LANG.", valueName: "CC"))
         var region: String?
         @Flag(help: "Keep running: a pass every --interval until SIGINT or SIGTERM.") var watch = false
-        @Option(help: ArgumentHelp("With --watch: the pause between passes (30s, 15m, 2h, or seconds).", valueName: "duration"))
-        var interval: String = "15m"
+        @Flag(help: "Keep running as one of many workers on a shared store (--store postgres://…): lease due hosts batch by batch until SIGINT or SIGTERM.")
+        var worker = false
+        @Option(help: ArgumentHelp("With --watch: the pause between passes (default 15m); with --worker: the longest sleep when nothing is due (default 60s). 30s, 15m, 2h, or seconds.", valueName: "duration"))
+        var interval: String?
+        @Option(help: ArgumentHelp("How long a leased batch stays this process's before other workers may take it over (default: enough for the batch's worst case). 90s, 10m, or seconds.", valueName: "duration"))
+        var lease: String?
+        @Option(help: ArgumentHelp("The lease owner name, unique per worker (default: host:pid:random).", valueName: "name"))
+        var owner: String?
         @Option(help: .hidden) var now: String?
-        @Option(help: .hidden) var batchSize: Int?
+        @Option(help: ArgumentHelp("Hosts leased per batch (default: 4 × --concurrency, at least 16).", valueName: "n"))
+        var batchSize: Int?
         @Flag(help: "Print JSON.") var json = false
         @Flag(name: .shortAndLong, help: "No progress or notes on standard error.") var quiet = false
 
         func validate() throws {
-            if IntervalParser.seconds(interval) == nil { throw ValidationError("--interval takes a duration such as 30s, 15m or 2h") }
+            if let interval, IntervalParser.seconds(interval) == nil { throw ValidationError("--interval takes a duration such as 30s, 15m or 2h") }
+            if let lease, IntervalParser.seconds(lease) == nil { throw ValidationError("--lease takes a duration such as 90s, 10m or seconds") }
+            if let owner, owner.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--owner takes a non-empty name") }
+            if worker && watch { throw ValidationError("--worker and --watch are two ways to keep running; pick one") }
+            if worker && now != nil { throw ValidationError("--worker runs on the real clock (no --now)") }
             if let now, Timestamp.parse(now) == nil { throw ValidationError("--now takes an ISO 8601 time or seconds since 1970") }
             if let region, !DomainPrioritizer.isKnownRegion(region) {
                 throw ValidationError("'\(region)' is not an ISO 3166-1 region code with a ccTLD")
@@ -41,9 +57,9 @@ extension AASAFetchCommand {
 
         func run() async throws {
             let console = Console.standard
-            let database: SQLiteAssociationStore
+            let database: any AssociationStore
             do {
-                database = try store.open(create: false)
+                database = try await store.open(create: false)
             } catch {
                 console.err("aasa-fetch: \(error.code): \(error.message)")
                 throw ExitStatus.cannotRun
@@ -60,12 +76,17 @@ extension AASAFetchCommand {
             let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
             let job = RefreshJob(
                 store: database, fetcher: AASAFetcher(transport: client, options: options),
-                prioritizer: DomainPrioritizer(region: effectiveRegion), owner: RefreshJob.makeOwner(),
-                batchSize: batch, leaseSeconds: Self.leaseSeconds(options: options, batch: batch)
+                prioritizer: DomainPrioritizer(region: effectiveRegion), owner: owner ?? RefreshJob.makeOwner(),
+                batchSize: batch, leaseSeconds: lease.flatMap(IntervalParser.seconds) ?? Self.leaseSeconds(options: options, batch: batch)
             )
+            if worker {
+                try await runWorker(job, stop: stop, clock: clock, location: store.location, console: console)
+                await client.shutdown()
+                return
+            }
             var broken = false
             var failure: CommandFailure?
-            let pause = IntervalParser.seconds(interval) ?? 900
+            let pause = interval.flatMap(IntervalParser.seconds) ?? 900
             repeat {
                 do {
                     let report = try await job.run(now: clock, stop: stop)
@@ -89,6 +110,33 @@ extension AASAFetchCommand {
             if broken { throw ExitStatus.failure }
         }
 
+        /// The worker loop: batches until SIGINT/SIGTERM; exit 0 when stopped, 2 on a store failure.
+        private func runWorker(
+            _ job: RefreshJob, stop: StopSignal, clock: @escaping @Sendable () -> Date, location: String, console: Console
+        ) async throws {
+            let (json, quiet) = (self.json, self.quiet)
+            if !quiet {
+                console.err("aasa-fetch refresh: worker \(job.owner) on \(location): batches of \(job.batchSize), lease \(Int(job.leaseSeconds)) s")
+            }
+            do {
+                try await job.work(now: clock, stop: stop, interval: interval.flatMap(IntervalParser.seconds) ?? 60) { event in
+                    switch event {
+                    case .batch(let report):
+                        Self.render(report, json: json, quiet: quiet, lines: true, worker: true, console: console)
+                    case .idle:
+                        break
+                    case .storeUnavailable(let error, let retry):
+                        if !quiet { console.err("aasa-fetch refresh: \(error.code): \(error.message); retrying in \(Int(retry.rounded(.up))) s") }
+                    }
+                }
+            } catch {
+                let failure = CommandFailure(storeCall: error)
+                console.err("aasa-fetch: \(failure.code): \(failure.message)")
+                throw ExitStatus.cannotRun
+            }
+            if !quiet { console.err("aasa-fetch refresh: worker \(job.owner) stopped") }
+        }
+
         /// A lease long enough for a batch's worst case: every host timing out on both paths,
         /// with every retry and the system-store retry of `--cacert`, plus a minute.
         static func leaseSeconds(options: FetchOptions, batch: Int) -> TimeInterval {
@@ -99,7 +147,17 @@ extension AASAFetchCommand {
         }
 
         private func render(_ report: RefreshReport, console: Console) {
-            if !quiet && report.leasedElsewhere > 0 {
+            Self.render(report, json: json, quiet: quiet, lines: watch, worker: false, console: console)
+        }
+
+        /// `lines`: one compact JSON line per report; `worker`: no note on hosts leased elsewhere
+        /// (sharing them is what workers do).
+        private static func render(_ report: RefreshReport, json: Bool, quiet: Bool, lines: Bool, worker: Bool, console: Console) {
+            if !quiet && !report.leaseLost.isEmpty {
+                let hosts = report.leaseLost.map(\.description).joined(separator: ", ")
+                console.err("aasa-fetch refresh: lease-lost: \(report.leaseLost.count) host(s) were taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
+            }
+            if !quiet && report.leasedElsewhere > 0 && !worker {
                 let owners = report.otherOwners.joined(separator: ", ")
                 console.err("aasa-fetch refresh: \(report.leasedElsewhere) due host(s) are being refreshed by another process (\(owners)); left to it")
             }
@@ -107,7 +165,7 @@ extension AASAFetchCommand {
                 console.err("aasa-fetch refresh: stopped; \(report.abandoned) host(s) in flight were abandoned and released")
             }
             if json {
-                if let text = try? (watch ? JSONOutput.line(report) : JSONOutput.string(report)) { console.out(text) }
+                if let text = try? (lines ? JSONOutput.line(report) : JSONOutput.string(report)) { console.out(text) }
                 return
             }
             let changed = report.hosts.filter { !$0.events.isEmpty }

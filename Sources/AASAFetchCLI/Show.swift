@@ -81,9 +81,9 @@ extension AASAFetchCommand {
             let console = Console.standard
             let now = self.now.flatMap(Timestamp.parse) ?? Date()
             let records: [HostRecord]
-            let path = store.path
+            let path = store.location
             do {
-                let database = try store.open(create: false)
+                let database = try await store.open(create: false)
                 if let host {
                     let name = host.lowercased()
                     let states = try await database.states(of: Route.allCases.map { HostKey(host: name, route: $0) })
@@ -129,7 +129,7 @@ extension AASAFetchCommand {
         private func render(_ records: [HostRecord], console: Console) {
             if host == nil {
                 if records.isEmpty {
-                    console.out("the store \(store.path) holds no host")
+                    console.out("the store \(store.location) holds no host")
                     return
                 }
                 let width = min(40, (records.map(\.state.key.description.count).max() ?? 10) + 2)
@@ -211,7 +211,7 @@ extension AASAFetchCommand {
                 console.out("forgot \(name)")
             }
             if removed == 0 {
-                console.err("aasa-fetch: host-unknown: \(name) is not in the store \(store.path)")
+                console.err("aasa-fetch: host-unknown: \(name) is not in the store \(store.location)")
                 throw ExitStatus.failure
             }
         }
@@ -248,7 +248,7 @@ extension AASAFetchCommand {
             let folder = out ?? (store.directory as NSString).appendingPathComponent("export")
             var files: [File] = []
             do {
-                let database = try store.open(create: false)
+                let database = try await store.open(create: false)
                 let keys = try await database.allHosts().filter { $0.approvedSize != nil }.map(\.key)
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
                 for chunk in stride(from: 0, to: keys.count, by: 500).map({ Array(keys[$0..<min($0 + 500, keys.count)]) }) {

@@ -2,11 +2,29 @@ import AASAFetchCore
 import ArgumentParser
 import Foundation
 
-/// Where the store is: `--cache DIR` (default `$AASA_FETCH_CACHE`, else `cache`), file
-/// `DIR/aasa-fetch.sqlite`.
+/// Where the store is: `--store postgres://…` (default `$AASA_FETCH_STORE`) for a PostgreSQL
+/// store shared by many machines; else `--cache DIR` (default `$AASA_FETCH_CACHE`, else `cache`),
+/// file `DIR/aasa-fetch.sqlite`.
 struct StoreOptions: ParsableArguments {
     @Option(name: .customLong("cache"), help: ArgumentHelp("The folder of the store, aasa-fetch.sqlite (default: $AASA_FETCH_CACHE, else ./cache).", valueName: "dir"))
     var cacheDirectory: String?
+
+    @Option(name: .customLong("store"), help: ArgumentHelp(
+        "A PostgreSQL store instead of the SQLite file, shared by workers on many machines: postgres://user@host:port/database (default: $AASA_FETCH_STORE).",
+        valueName: "url"))
+    var storeURL: String?
+
+    /// The PostgreSQL URL in use, if any.
+    var url: String? {
+        if let storeURL { return storeURL }
+        if let fromEnvironment = ProcessInfo.processInfo.environment["AASA_FETCH_STORE"], !fromEnvironment.isEmpty {
+            return fromEnvironment
+        }
+        return nil
+    }
+
+    /// Where the store is, for messages: the file, or the URL without its password.
+    var location: String { url.map(PostgresAssociationStore.redacted) ?? path }
 
     /// The folder in use.
     var directory: String {
@@ -20,8 +38,18 @@ struct StoreOptions: ParsableArguments {
     /// The database file.
     var path: String { (directory as NSString).appendingPathComponent(SQLiteAssociationStore.fileName) }
 
-    /// Opens the store; with `create`, makes the folder and file when missing.
-    func open(create: Bool) throws(CommandFailure) -> SQLiteAssociationStore {
+    /// Opens the store: connects to PostgreSQL (creating its tables when missing) with `--store`,
+    /// else opens the SQLite file; with `create`, makes the folder and file when missing.
+    func open(create: Bool) async throws(CommandFailure) -> any AssociationStore {
+        if let url {
+            do {
+                return try await PostgresAssociationStore.connect(url: url)
+            } catch let error as StoreError {
+                throw CommandFailure(store: error)
+            } catch {
+                throw CommandFailure(code: "store-error", message: "\(location): \(error)")
+            }
+        }
         do {
             return try SQLiteAssociationStore(path: path, create: create)
         } catch let error as StoreError {

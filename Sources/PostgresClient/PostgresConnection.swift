@@ -59,11 +59,24 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Connects with a libpq connection string or URL (`postgres://user@host:port/db`).
-    public static func connect(_ conninfo: String) async throws(PostgresError) -> PostgresConnection {
+    ///
+    /// - Parameter defaults: connection parameters (`connect_timeout`, `application_name`…) used
+    ///   when `conninfo` does not set them itself.
+    public static func connect(_ conninfo: String, defaults: [String: String] = [:]) async throws(PostgresError) -> PostgresConnection {
         let queue = DispatchQueue(label: "aasa-fetch.postgres")
         let result: Result<PostgresConnection, PostgresError> = await withCheckedContinuation { continuation in
             queue.async {
-                guard let raw = PQconnectdb(conninfo) else {
+                // Defaults first, then `dbname` expanded from `conninfo`: libpq lets later values win.
+                let pairs = defaults.sorted { $0.key < $1.key } + [("dbname", conninfo)]
+                let keys = pairs.map { strdup($0.0) }
+                let values = pairs.map { strdup($0.1) }
+                defer { (keys + values).forEach { free($0) } }
+                let connected = (keys.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { keyBuffer in
+                    (values.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { valueBuffer in
+                        PQconnectdbParams(keyBuffer.baseAddress, valueBuffer.baseAddress, 1)
+                    }
+                }
+                guard let raw = connected else {
                     continuation.resume(returning: .failure(PostgresError(code: "postgres-connect-failure", message: "out of memory")))
                     return
                 }
@@ -73,6 +86,8 @@ public final class PostgresConnection: @unchecked Sendable {
                     continuation.resume(returning: .failure(PostgresError(code: "postgres-connect-failure", message: message)))
                     return
                 }
+                // Server notices (e.g. "relation … already exists, skipping") are not ours to print.
+                PQsetNoticeProcessor(raw, { _, _ in }, nil)
                 continuation.resume(returning: .success(PostgresConnection(connection: raw, queue: queue)))
             }
         }
@@ -86,6 +101,85 @@ public final class PostgresConnection: @unchecked Sendable {
             queue.async { continuation.resume(returning: self.executeOnQueue(sql, parameters)) }
         }
         return try result.get()
+    }
+
+    /// Runs `body` as one transaction (`BEGIN` … `COMMIT`, `ROLLBACK` when it throws) on the
+    /// connection's queue: no other caller's statement can interleave with it.
+    ///
+    /// A transaction that fails with a serialization failure or a deadlock (SQLSTATE `40001`,
+    /// `40P01`) is run again, up to `attempts` times. A connection found broken before a
+    /// transaction starts (the server restarted) is reset first; a transaction that fails because
+    /// the connection broke before `COMMIT` was sent is reset and run again once.
+    ///
+    /// - Parameter body: the statements, run synchronously on the queue through the
+    ///   ``PostgresTransaction`` it is given (valid only inside `body`).
+    @discardableResult
+    public func transaction<T: Sendable>(
+        attempts: Int = 3, _ body: @escaping @Sendable (PostgresTransaction) throws -> T
+    ) async throws -> T {
+        let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: self.transactionOnQueue(attempts: max(1, attempts), body)) }
+        }
+        return try result.get()
+    }
+
+    /// Checks a connection string or URL without connecting: `nil` when libpq can parse it,
+    /// else libpq's message (e.g. `invalid integer value "x" for connection option "port"`).
+    public static func parseError(_ conninfo: String) -> String? {
+        var message: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(conninfo, &message) else {
+            defer { if let message { PQfreemem(message) } }
+            return message.map { String(cString: $0).trimmingCharacters(in: " \n") } ?? "cannot parse the connection string"
+        }
+        PQconninfoFree(options)
+        return nil
+    }
+
+    private func transactionOnQueue<T>(attempts: Int, _ body: (PostgresTransaction) throws -> T) -> Result<T, any Error> {
+        var remaining = attempts
+        var resetOnce = false
+        while true {
+            remaining -= 1
+            if let connection, PQstatus(connection) != CONNECTION_OK {
+                PQreset(connection)
+                if PQstatus(connection) != CONNECTION_OK {
+                    return .failure(PostgresError(code: "postgres-connect-failure", message: Self.errorMessage(connection)))
+                }
+            }
+            if case .failure(let error) = executeOnQueue("BEGIN", []) {
+                // A server restarted since the last call: the first statement finds the connection dead.
+                if let connection, PQstatus(connection) != CONNECTION_OK, !resetOnce {
+                    resetOnce = true
+                    remaining = max(remaining, 1)
+                    continue
+                }
+                return .failure(error)
+            }
+            let transaction = PostgresTransaction(connection: self)
+            do {
+                let value = try body(transaction)
+                transaction.isOpen = false
+                if case .failure(let error) = executeOnQueue("COMMIT", []) { return .failure(error) }
+                return .success(value)
+            } catch {
+                transaction.isOpen = false
+                let broken = connection.map { PQstatus($0) != CONNECTION_OK } ?? false
+                if !broken { _ = executeOnQueue("ROLLBACK", []) }
+                let state = (error as? PostgresError)?.sqlState
+                if (state == "40001" || state == "40P01") && remaining > 0 { continue }
+                if broken && !resetOnce && connection != nil {
+                    resetOnce = true
+                    remaining = max(remaining, 1)
+                    continue
+                }
+                return .failure(error)
+            }
+        }
+    }
+
+    fileprivate func executeInTransaction(_ sql: String, _ parameters: [String?]) throws(PostgresError) -> PostgresRows {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return try executeOnQueue(sql, parameters).get()
     }
 
     /// Closes the connection; later calls fail with `postgres-closed`.
@@ -137,8 +231,30 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
+    /// libpq's message on one line (it breaks hints onto indented lines of their own).
     private static func errorMessage(_ connection: OpaquePointer) -> String {
-        (PQerrorMessage(connection).map { String(cString: $0) } ?? "unknown error").trimmingCharacters(in: " \n")
+        let text = (PQerrorMessage(connection).map { String(cString: $0) } ?? "unknown error").trimmingCharacters(in: " \n\t")
+        return text.split(whereSeparator: { $0 == "\n" || $0 == "\t" }).map { String($0).trimmingCharacters(in: " ") }.joined(separator: " ")
+    }
+}
+
+/// A transaction in progress: statements run synchronously on the connection's own queue (never
+/// on Swift's cooperative pool). Valid only inside the body given to
+/// ``PostgresConnection/transaction(attempts:_:)``.
+public final class PostgresTransaction: @unchecked Sendable {
+    // @unchecked: used only on the connection's queue, inside the transaction body.
+    private let connection: PostgresConnection
+    fileprivate var isOpen = true
+
+    fileprivate init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    /// Runs one statement with `$1`, `$2`… parameters sent separately (text format).
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
+        guard isOpen else { throw PostgresError(code: "postgres-closed", message: "the transaction is over") }
+        return try connection.executeInTransaction(sql, parameters)
     }
 }
 

@@ -9,15 +9,18 @@ public final class PostgresServer: Sendable {
     public let port: Int
     /// The cluster's folder.
     public let directory: URL
+    /// The `postgres` user's password when the server checks passwords (`start(password:)`).
+    public let password: String?
     private let process: Mutex<Process?>
 
-    /// A libpq URL for the `postgres` database.
-    public var url: String { "postgresql://postgres@127.0.0.1:\(port)/postgres?connect_timeout=5" }
+    /// A libpq URL for the `postgres` database (with the password, when there is one).
+    public var url: String { "postgresql://postgres\(password.map { ":\($0)" } ?? "")@127.0.0.1:\(port)/postgres?connect_timeout=5" }
 
-    private init(port: Int, directory: URL, process: Process) {
+    private init(port: Int, directory: URL, process: Process, password: String?) {
         self.port = port
         self.directory = directory
         self.process = Mutex(process)
+        self.password = password
     }
 
     deinit {
@@ -34,8 +37,10 @@ public final class PostgresServer: Sendable {
     }
 
     /// Creates a cluster and starts the server; waits (bounded) until it accepts connections.
+    /// - Parameter password: when given, TCP logins need it (SCRAM), so tests can try a wrong one;
+    ///   otherwise every login is trusted.
     /// - Throws: ``TestSupportError`` when PostgreSQL is not installed or does not start.
-    public static func start() async throws -> PostgresServer {
+    public static func start(password: String? = nil) async throws -> PostgresServer {
         guard let bin = binDirectory else {
             throw TestSupportError("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/pg_ctl); run scripts/install-deps")
         }
@@ -53,7 +58,14 @@ public final class PostgresServer: Sendable {
             return try ChildProcess.run("\(bin)/\(tool)", arguments, timeout: timeout)
         }
         let data = directory.appendingPathComponent("data").path
-        let initdb = try run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"])
+        var authentication = ["--auth=trust"]
+        if let password {
+            let file = directory.appendingPathComponent("pwfile")
+            try Data((password + "\n").utf8).write(to: file)
+            if root { _ = try ChildProcess.run("/bin/chown", ["postgres:postgres", file.path], timeout: .seconds(10)) }
+            authentication = ["--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=\(file.path)"]
+        }
+        let initdb = try run("initdb", ["-D", data, "-U", "postgres", "-E", "UTF8", "--no-sync", "--locale=C"] + authentication)
         guard initdb.status == 0 else { throw TestSupportError("initdb failed: \(initdb.standardError)") }
         var lastError = ""
         for _ in 0..<5 {
@@ -91,7 +103,7 @@ public final class PostgresServer: Sendable {
                 try await Task.sleep(for: .milliseconds(50))
             }
             if ready {
-                return PostgresServer(port: port, directory: directory, process: process)
+                return PostgresServer(port: port, directory: directory, process: process, password: password)
             }
             lastError = (try? String(contentsOf: log, encoding: .utf8)) ?? "no log"
             ChildProcess.terminate(process, grace: .seconds(3))

@@ -62,6 +62,9 @@ public struct RefreshReport: Sendable, Encodable {
     public var otherOwners: [String] = []
     /// Leased hosts released unrecorded because the job was stopped.
     public var abandoned = 0
+    /// Hosts whose lease lapsed while they were fetched and that another process took over: their
+    /// downloads were not recorded, so they never overwrite the newer result.
+    public var leaseLost: [HostKey] = []
     /// Whether the job was stopped (SIGINT/SIGTERM) before it finished.
     public var stopped = false
     /// The earliest next check in the store after the pass.
@@ -80,7 +83,7 @@ public struct RefreshReport: Sendable, Encodable {
 
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, now, owner, fetched, notModified, approved, failed, changes, broken
-        case leasedElsewhere, otherOwners, abandoned, stopped, nextDue, hosts
+        case leasedElsewhere, otherOwners, abandoned, leaseLost, stopped, nextDue, hosts
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -97,6 +100,7 @@ public struct RefreshReport: Sendable, Encodable {
         try c.encode(leasedElsewhere, forKey: .leasedElsewhere)
         try c.encode(otherOwners, forKey: .otherOwners)
         try c.encode(abandoned, forKey: .abandoned)
+        try c.encode(leaseLost.map(\.description), forKey: .leaseLost)
         try c.encode(stopped, forKey: .stopped)
         try c.encode(nextDue.map(Timestamp.string), forKey: .nextDue)
         try c.encode(hosts, forKey: .hosts)
@@ -160,20 +164,27 @@ public struct StoreRecorder: Sendable {
     ///   - previous: the stored states before them.
     ///   - owner: the lease owner to release, when the hosts were leased.
     ///   - now: the time recorded.
+    /// - Returns: the hosts recorded; those released unrecorded (cancelled); and those whose lease
+    ///   another process took over meanwhile (not recorded, see ``AssociationStore/record(_:owner:)``).
     public func record(
         _ results: [HostFetchResult], previous: [HostKey: HostState], owner: String?, now: Date
-    ) async throws -> (recorded: [RefreshedHost], abandoned: [HostKey]) {
+    ) async throws -> (recorded: [RefreshedHost], abandoned: [HostKey], leaseLost: [HostKey]) {
         let keys = results.map { HostKey(host: $0.host, route: $0.route) }
         let needs = try await store.needs(for: keys)
         var recorded: [RefreshedHost] = []
         var abandoned: [HostKey] = []
+        var lost: [HostKey] = []
         for (key, result) in zip(keys, results) {
             let before = previous[key]
             guard let update = policy.update(for: result, previous: before, needs: needs[key] ?? [], now: now) else {
                 abandoned.append(key)
                 continue
             }
-            try await store.record(update, owner: owner)
+            switch try await store.record(update, owner: owner) {
+            case .recorded: break
+            case .leaseLost: lost.append(key); continue
+            case .hostMissing: continue
+            }
             recorded.append(RefreshedHost(
                 key: key, outcome: update.outcome, code: result.code, reason: result.reason, httpStatus: result.httpStatus,
                 previousCode: before?.lastResult?.code, consecutiveFailures: update.consecutiveFailures,
@@ -184,7 +195,7 @@ public struct StoreRecorder: Sendable {
         if let owner, !abandoned.isEmpty {
             try await store.release(abandoned, owner: owner)
         }
-        return (recorded, abandoned)
+        return (recorded, abandoned, lost)
     }
 }
 
@@ -241,42 +252,110 @@ public struct RefreshJob: Sendable {
         var report = RefreshReport(now: now(), owner: owner)
         var first = true
         while !stop.isStopped {
-            let claim = try await store.claimDue(now: now(), limit: batchSize, leaseSeconds: leaseSeconds, owner: owner)
+            let batch = try await runBatch(now: now, stop: stop, progress: progress)
             if first {
-                report.leasedElsewhere = claim.leasedElsewhere
-                report.otherOwners = claim.otherOwners
+                report.leasedElsewhere = batch.claim.leasedElsewhere
+                report.otherOwners = batch.claim.otherOwners
                 first = false
             }
-            guard !claim.hosts.isEmpty else { break }
-            let ordered = claim.hosts.enumerated()
-                .sorted { (prioritizer.tier(of: $0.element.key.host), $0.offset) < (prioritizer.tier(of: $1.element.key.host), $1.offset) }
-                .map(\.element)
-            var previous: [HostKey: HostState] = [:]
-            var conditions: [String: ConditionalRequest] = [:]
-            for state in ordered {
-                previous[state.key] = state
-                if let body = state.approvedBody, !state.validators.isEmpty {
-                    conditions[state.key.host] = ConditionalRequest(validators: state.validators, body: body, headers: state.lastApprovedHeaders)
-                }
-            }
-            let fetches = ordered.map { PlannedFetch(host: $0.key.host, route: $0.key.route, tier: prioritizer.tier(of: $0.key.host), entryIndexes: []) }
-            let fetcher = self.fetcher
-            let download = Task { await fetcher.fetchAll(fetches, conditions: conditions, progress: progress) }
-            stop.whenStopped { download.cancel() }
-            let results = await download.value
-            // Record in a task of its own: the store must not see the stop as a cancellation.
-            let recorder = StoreRecorder(store: store, policy: policy)
-            let owner = self.owner
-            let time = now()
-            let (recorded, abandoned) = try await Task {
-                try await recorder.record(results, previous: previous, owner: owner, now: time)
-            }.value
-            report.hosts += recorded
-            report.abandoned += abandoned.count
+            guard !batch.claim.hosts.isEmpty else { break }
+            report.hosts += batch.report.hosts
+            report.abandoned += batch.report.abandoned
+            report.leaseLost += batch.report.leaseLost
         }
         report.stopped = stop.isStopped
         report.nextDue = try await Task { try await store.nextDue() }.value
         return report
+    }
+
+    /// Claims one batch of due hosts, fetches and records them. The report covers that batch only
+    /// (`nextDue` is not filled); the claim says what was leased and what was left to others.
+    public func runBatch(
+        now: @escaping @Sendable () -> Date,
+        stop: StopSignal = StopSignal(),
+        progress: @escaping @Sendable (Int, HostFetchResult) -> Void = { _, _ in }
+    ) async throws -> (claim: DueClaim, report: RefreshReport) {
+        var report = RefreshReport(now: now(), owner: owner)
+        let claim = try await store.claimDue(now: report.now, limit: batchSize, leaseSeconds: leaseSeconds, owner: owner)
+        report.leasedElsewhere = claim.leasedElsewhere
+        report.otherOwners = claim.otherOwners
+        guard !claim.hosts.isEmpty else { return (claim, report) }
+        let ordered = claim.hosts.enumerated()
+            .sorted { (prioritizer.tier(of: $0.element.key.host), $0.offset) < (prioritizer.tier(of: $1.element.key.host), $1.offset) }
+            .map(\.element)
+        var previous: [HostKey: HostState] = [:]
+        var conditions: [String: ConditionalRequest] = [:]
+        for state in ordered {
+            previous[state.key] = state
+            if let body = state.approvedBody, !state.validators.isEmpty {
+                conditions[state.key.host] = ConditionalRequest(validators: state.validators, body: body, headers: state.lastApprovedHeaders)
+            }
+        }
+        let fetches = ordered.map { PlannedFetch(host: $0.key.host, route: $0.key.route, tier: prioritizer.tier(of: $0.key.host), entryIndexes: []) }
+        let fetcher = self.fetcher
+        let download = Task { await fetcher.fetchAll(fetches, conditions: conditions, progress: progress) }
+        let handler = stop.whenStopped { download.cancel() }
+        let results = await download.value
+        stop.removeHandler(handler)  // a worker runs many batches: keep no finished download alive
+        // Record in a task of its own: the store must not see the stop as a cancellation.
+        let recorder = StoreRecorder(store: store, policy: policy)
+        let owner = self.owner
+        let time = now()
+        let (recorded, abandoned, lost) = try await Task {
+            try await recorder.record(results, previous: previous, owner: owner, now: time)
+        }.value
+        report.hosts = recorded
+        report.abandoned = abandoned.count
+        report.leaseLost = lost
+        report.stopped = stop.isStopped
+        return (claim, report)
+    }
+
+    /// What a worker does between batches.
+    public enum WorkerEvent: Sendable {
+        /// A batch was fetched and recorded (its report; `nextDue` filled).
+        case batch(RefreshReport)
+        /// Nothing was due for this worker; it sleeps until `until` (or a stop).
+        case idle(until: Date, leasedElsewhere: Int)
+        /// A store call failed with `store-unreachable`; the worker retries after `retryIn` seconds.
+        case storeUnavailable(StoreError, retryIn: TimeInterval)
+    }
+
+    /// `refresh --worker`: claims a batch, fetches and records it, and again, until `stop` fires.
+    /// When nothing is due it sleeps until the next check in the store or the first lapse of
+    /// another worker's lease on a due host (that worker may have died), at most `interval`
+    /// seconds. A store that cannot be reached is retried after at most `interval` seconds;
+    /// any other store error ends the loop (thrown).
+    ///
+    /// - Parameter onEvent: called after each batch, before each sleep, and on each retry.
+    public func work(
+        now: @escaping @Sendable () -> Date,
+        stop: StopSignal,
+        interval: TimeInterval,
+        onEvent: @escaping @Sendable (WorkerEvent) -> Void
+    ) async throws {
+        while !stop.isStopped {
+            let pause: TimeInterval
+            do {
+                let (claim, batch) = try await runBatch(now: now, stop: stop)
+                if !claim.hosts.isEmpty {
+                    var report = batch
+                    report.nextDue = try await Task { try await store.nextDue() }.value
+                    onEvent(.batch(report))
+                    continue
+                }
+                let time = now()
+                var wake = time.addingTimeInterval(interval)
+                if let due = try await store.nextDue(), due > time { wake = min(wake, due) }
+                if let expiry = claim.nextLeaseExpiry { wake = min(wake, expiry) }
+                pause = min(interval, max(0.05, wake.timeIntervalSince(time)))
+                onEvent(.idle(until: time.addingTimeInterval(pause), leasedElsewhere: claim.leasedElsewhere))
+            } catch let error as StoreError where error.code == "store-unreachable" {
+                pause = min(interval, 5)
+                onEvent(.storeUnavailable(error, retryIn: pause))
+            }
+            await stop.sleep(for: .milliseconds(Int(pause * 1000)))
+        }
     }
 }
 

@@ -5,8 +5,8 @@ import Foundation
 /// host; and a history of changes (SPEC §5).
 ///
 /// Every operation is one transaction. Errors are ``StoreError`` values with a stable code.
-/// ``SQLiteAssociationStore`` is the implementation; the protocol is kept small so that another
-/// database (PostgreSQL) can implement it too.
+/// ``SQLiteAssociationStore`` (one file, one machine) and ``PostgresAssociationStore`` (one
+/// server, workers on many machines) implement it with the same semantics.
 public protocol AssociationStore: Sendable {
     /// Where the store is, for messages (a file path or a connection description).
     var location: String { get }
@@ -22,7 +22,13 @@ public protocol AssociationStore: Sendable {
 
     /// Records one download: last result, approved body and validators when approved, failure
     /// count, next check, history events; releases `owner`'s lease on the host. One transaction.
-    func record(_ update: HostUpdate, owner: String?) async throws
+    ///
+    /// With an `owner`, the download is recorded only while that owner still holds the host's
+    /// lease (expired or not): when the lease lapsed and another process took the host over, the
+    /// result is dropped (``RecordResult/leaseLost(owner:)``) so it never overwrites a newer one.
+    /// Without an owner (a direct run) it is always recorded.
+    @discardableResult
+    func record(_ update: HostUpdate, owner: String?) async throws -> RecordResult
 
     /// Releases `owner`'s leases on these hosts without recording anything (an abandoned fetch).
     func release(_ keys: [HostKey], owner: String) async throws

@@ -170,18 +170,23 @@ public struct SQLiteAssociationStore: AssociationStore {
                 GROUP BY lease_owner ORDER BY lease_owner
                 """, arguments: [time, time, owner])
             let leasedElsewhere = others.reduce(0) { $0 + ($1["n"] as Int? ?? 0) }
+            let expiry = try Double.fetchOne(db, sql: """
+                SELECT MIN(lease_expires) FROM hosts WHERE next_check <= ? AND lease_expires > ? AND lease_owner <> ?
+                """, arguments: [time, time, owner])
             let hosts = claimed.map { state -> HostState in
                 var leased = state
                 leased.lease = HostLease(owner: owner, expires: Date(timeIntervalSince1970: time + leaseSeconds))
                 return leased
             }
-            return DueClaim(hosts: hosts, leasedElsewhere: leasedElsewhere, otherOwners: others.compactMap { $0["lease_owner"] })
+            return DueClaim(hosts: hosts, leasedElsewhere: leasedElsewhere, otherOwners: others.compactMap { $0["lease_owner"] },
+                            nextLeaseExpiry: expiry.map { Date(timeIntervalSince1970: $0) })
         }
     }
 
-    public func record(_ update: HostUpdate, owner: String?) async throws {
+    @discardableResult
+    public func record(_ update: HostUpdate, owner: String?) async throws -> RecordResult {
         let headers = String(decoding: (try? JSONEncoder().encode(update.result.headers)) ?? Data("[]".utf8), as: UTF8.self)
-        try await immediateWrite { db in
+        return try await immediateWrite { db -> RecordResult in
             let result = update.result
             var arguments: StatementArguments = [
                 result.code, result.reason, result.httpStatus, result.url, headers, result.body.map { Data($0) },
@@ -199,15 +204,23 @@ public struct SQLiteAssociationStore: AssociationStore {
                 assignments += ", etag = ?, last_modified = ?"
                 arguments += [validators.etag, validators.lastModified]
             }
-            if let owner {
-                assignments += ", lease_owner = CASE WHEN lease_owner = ? THEN NULL ELSE lease_owner END"
-                assignments += ", lease_expires = CASE WHEN lease_owner = ? THEN NULL ELSE lease_expires END"
-                arguments += [owner, owner]
-            }
+            var condition = "host = ? AND route = ?"
             arguments += [update.key.host, update.key.route.rawValue]
-            try db.execute(sql: "UPDATE hosts SET \(assignments) WHERE host = ? AND route = ?", arguments: arguments)
-            guard db.changesCount > 0 else { return }  // forgotten meanwhile
+            if let owner {
+                // Only while the caller still holds the lease; recording releases it.
+                assignments += ", lease_owner = NULL, lease_expires = NULL"
+                condition += " AND lease_owner = ?"
+                arguments += [owner]
+            }
+            try db.execute(sql: "UPDATE hosts SET \(assignments) WHERE \(condition)", arguments: arguments)
+            guard db.changesCount > 0 else {
+                let current = try Row.fetchOne(db, sql: "SELECT lease_owner FROM hosts WHERE host = ? AND route = ?",
+                                               arguments: [update.key.host, update.key.route.rawValue])
+                guard let current else { return .hostMissing }  // forgotten meanwhile
+                return .leaseLost(owner: current["lease_owner"])
+            }
             try Self.insert(update.events, db)
+            return .recorded
         }
     }
 

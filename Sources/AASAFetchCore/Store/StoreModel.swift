@@ -301,17 +301,32 @@ public struct DueClaim: Sendable {
     public var leasedElsewhere: Int
     /// The owners of those leases.
     public var otherOwners: [String]
+    /// When the first of those leases lapses (a worker waits for it: its owner may have died).
+    public var nextLeaseExpiry: Date?
 
     /// Creates a claim.
-    public init(hosts: [HostState], leasedElsewhere: Int = 0, otherOwners: [String] = []) {
+    public init(hosts: [HostState], leasedElsewhere: Int = 0, otherOwners: [String] = [], nextLeaseExpiry: Date? = nil) {
         self.hosts = hosts
         self.leasedElsewhere = leasedElsewhere
         self.otherOwners = otherOwners
+        self.nextLeaseExpiry = nextLeaseExpiry
     }
 }
 
+/// What ``AssociationStore/record(_:owner:)`` did with a download.
+public enum RecordResult: Sendable, Hashable {
+    /// Recorded (and the caller's lease released).
+    case recorded
+    /// Not recorded: the caller's lease lapsed and another process took the host over (`owner`,
+    /// `nil` when that process already recorded it and released the lease). Its result stands.
+    case leaseLost(owner: String?)
+    /// Not recorded: the host is no longer in the store (forgotten meanwhile).
+    case hostMissing
+}
+
 /// A failure of the store, with a stable code (`store-corrupt`, `store-locked`,
-/// `store-unreadable`, `store-missing`, `store-newer-schema`, `store-error`).
+/// `store-unreadable`, `store-missing`, `store-newer-schema`, `store-full`, `store-error`; for
+/// PostgreSQL also `store-bad-url`, `store-unreachable`, `store-auth-failed`).
 public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The stable code.
     public var code: String

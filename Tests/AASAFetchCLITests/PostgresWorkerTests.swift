@@ -1,0 +1,181 @@
+import AASAFetchCore
+import AASAFetchTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// `--store postgres://…` end to end: the real binary records a run in a real PostgreSQL server,
+/// `refresh --worker` processes share the due hosts, one is killed with SIGKILL while it holds
+/// leases and the others take its hosts over after the lease lapses; show, export, forget and
+/// match use the same store; bad URLs, unreachable servers and wrong passwords exit 2 with a code.
+/// Everything on 127.0.0.1.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct PostgresWorkerTests {
+    typealias Sites = StoreIntegrationTests.Sites
+    typealias Running = StoreIntegrationTests.Running
+
+    /// A TCP port that accepts connections (the kernel's backlog) and never answers: a download
+    /// through it hangs until its time limit.
+    final class Blackhole {
+        let descriptor: Int32
+        let port: Int
+
+        init() throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0, listen(fd, 64) == 0 else {
+                close(fd)
+                throw TestSupportError("blackhole: cannot listen")
+            }
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+            descriptor = fd
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+
+        deinit { close(descriptor) }
+    }
+
+    static func lines(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    @Test func workersShareDueHostsAndTakeOverAKilledWorkersLeases() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let sites = try await Sites.start(count: 60)
+        defer { sites.stop() }
+        let url = server.url
+        let storeArguments = ["--store", url]
+
+        // The default run records every host in PostgreSQL (nothing in the SQLite cache).
+        let recorded = try sites.run(storeArguments + sites.network + sites.domains + ["--app-id", StoreIntegrationTests.appID, "--quiet", "--json"])
+        #expect(recorded.status == 0, "stderr: \(recorded.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: sites.cache.appendingPathComponent(SQLiteAssociationStore.fileName).path))
+        let store = try await PostgresAssociationStore.connect(url: url)
+        #expect(try await store.allHosts().filter(\.isApproved).count == 60)
+        #expect(Set(sites.requestCounts().values) == [1])
+
+        // Every host due now.
+        try await store.setNextCheck(Date().addingTimeInterval(-1))
+
+        // The victim leases a batch first; its downloads hang (its network leads to a blackhole).
+        let blackhole = try Blackhole()
+        let victimNetwork = ["--cacert", sites.ca.caCertPath, "--connect-to", "::127.0.0.1:\(blackhole.port)", "--allow-private",
+                             "--connect-timeout", "120", "--max-time", "120"]
+        let victim = try Running(["refresh", "--worker", "--owner", "victim", "--lease", "4s", "--batch-size", "10",
+                                  "--concurrency", "10", "--json"] + storeArguments + victimNetwork, cache: sites.cache)
+        var victimLeases: [HostState] = []
+        let leased = await waitUntil(timeout: .seconds(30)) {
+            victimLeases = (try? await store.allHosts().filter { $0.lease?.owner == "victim" }) ?? []
+            return victimLeases.count == 10
+        }
+        #expect(leased, "the victim leased its batch")
+        let victimExpiry = try #require(victimLeases.compactMap(\.lease?.expires).max())
+
+        // Two workers start at once; the victim is killed while it holds its leases.
+        let workerArguments = ["refresh", "--worker", "--lease", "60s", "--batch-size", "5", "--concurrency", "4",
+                               "--interval", "1s", "--json"] + storeArguments + sites.network
+        let workers = try [Running(workerArguments + ["--owner", "worker-a"], cache: sites.cache),
+                           Running(workerArguments + ["--owner", "worker-b"], cache: sites.cache)]
+        kill(victim.process.processIdentifier, SIGKILL)
+        let victimResult = victim.finish(timeout: .seconds(10))
+        #expect(victim.process.terminationReason == .uncaughtSignal)
+        #expect(Self.lines(victimResult.stdout).isEmpty, "the victim recorded nothing: \(victimResult.stdout)")
+
+        // Wait (bounded) until every host is recorded by a refresh and no lease is left.
+        let done = await waitUntil(timeout: .seconds(60), interval: .milliseconds(200)) {
+            let states = (try? await store.allHosts()) ?? []
+            return states.count == 60 && states.allSatisfy { $0.lease == nil && $0.lastResult?.httpStatus == 304 }
+        }
+        #expect(done, "the workers refreshed every host, the victim's after its leases lapsed")
+        for worker in workers { kill(worker.process.processIdentifier, SIGTERM) }
+        let results = workers.map { $0.finish(timeout: .seconds(30)) }
+        for result in results {
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            #expect(result.stderr.contains("stopped"), "stderr: \(result.stderr)")
+        }
+
+        // One JSON line per batch; together the workers fetched each host once.
+        let batches = results.flatMap { Self.lines($0.stdout) }
+        let fetchedHosts = batches.flatMap { ($0["hosts"] as? [[String: Any]] ?? []).compactMap { $0["host"] as? String } }
+        #expect(batches.allSatisfy { ($0["fetched"] as? Int ?? 0) <= 5 && $0["leaseLost"] as? [String] == [] })
+        #expect(fetchedHosts.count == 60 && Set(fetchedHosts) == Set(sites.hosts), "\(fetchedHosts.count) fetches")
+        let perWorker = results.map { Self.lines($0.stdout).reduce(0) { $0 + ($1["fetched"] as? Int ?? 0) } }
+        print("postgres workers: hosts fetched by each \(perWorker) in \(batches.count) batches; the victim held 10")
+
+        // The victim's hosts were fetched by the others only after its leases lapsed.
+        let victimHosts = Set(victimLeases.map(\.key.host))
+        for batch in batches {
+            let hosts = (batch["hosts"] as? [[String: Any]] ?? []).compactMap { $0["host"] as? String }
+            guard !victimHosts.isDisjoint(with: hosts), let now = (batch["now"] as? String).flatMap(Timestamp.parse) else { continue }
+            #expect(now >= victimExpiry.addingTimeInterval(-1), "taken over at \(now), lease lapsed at \(victimExpiry)")
+        }
+
+        // nginx: each host once in the recording run and once in the refresh (the victim never got through).
+        let counts = sites.requestCounts()
+        #expect(counts.count == 60 && counts.values.allSatisfy { $0 == 2 }, "\(counts.filter { $0.value != 2 })")
+
+        // Every result landed in one place.
+        let states = try await store.states(of: sites.hosts.map { HostKey(host: $0) })
+        #expect(states.count == 60)
+        #expect(states.values.allSatisfy {
+            $0.isApproved && $0.approvedBody == Array(StoreIntegrationTests.good.utf8) && $0.nextCheck > Date() && $0.consecutiveFailures == 0
+        })
+
+        // show, export, match and forget on the same store.
+        let show = try sites.run(["show", "--json"] + storeArguments)
+        #expect(show.status == 0, "stderr: \(show.stderr)")
+        let shown = try show.json()
+        #expect((shown["hosts"] as? [[String: Any]])?.count == 60)
+        #expect((shown["store"] as? String)?.hasPrefix("postgresql://postgres@127.0.0.1:") == true)
+        let out = sites.cache.appendingPathComponent("export")
+        let export = try sites.run(["export", "--out", out.path] + storeArguments)
+        #expect(export.status == 0, "stderr: \(export.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).count == 60)
+        let logged = sites.nginx.requests().count
+        let match = try sites.run(["match", "https://h7.store.example.com/x", "--domain", "applinks:h7.store.example.com",
+                                   "--app-id", StoreIntegrationTests.appID] + storeArguments + sites.network)
+        #expect(match.status == 0, "stderr: \(match.stderr)")
+        #expect(sites.nginx.requests().count == logged, "match used the stored file")
+        #expect(try sites.run(["forget", "h7.store.example.com"] + storeArguments).status == 0)
+        #expect(try sites.run(["show", "h7.store.example.com"] + storeArguments).status == 1)
+        withExtendedLifetime(blackhole) {}
+    }
+
+    @Test func badURLsUnreachableServersAndWrongPasswordsExitTwoWithACode() async throws {
+        let server = try await PostgresServer.start(password: "s3cret-pw")
+        defer { server.stop() }
+        let closed = try Loopback.freePort()
+        let cases: [(String, String)] = [
+            ("mysql://root@127.0.0.1/aasa", "store-bad-url"),
+            ("postgres://postgres@127.0.0.1:notaport/postgres", "store-bad-url"),
+            ("postgres://postgres@127.0.0.1:\(closed)/postgres?connect_timeout=3", "store-unreachable"),
+            ("postgresql://postgres:wrong-pw@127.0.0.1:\(server.port)/postgres", "store-auth-failed"),
+            ("postgresql://postgres:s3cret-pw@127.0.0.1:\(server.port)/missing_db", "store-missing"),
+        ]
+        for (url, code) in cases {
+            for arguments in [["refresh", "--worker"], ["show"], ["export"], ["forget", "x.example.com"],
+                              ["--domain", "applinks:example.com", "--quiet"]] {
+                let result = try ToolRunner.run(arguments + ["--store", url], timeout: .seconds(60))
+                #expect(result.status == 2, "\(arguments) \(url): \(result.stderr)")
+                #expect(result.stderr.contains("aasa-fetch: \(code): "), "\(arguments) \(url): \(result.stderr)")
+                #expect(!result.stderr.contains("wrong-pw") && !result.stderr.contains("s3cret-pw"), "no password in messages: \(result.stderr)")
+                #expect(result.stdout.isEmpty)
+            }
+        }
+        // The right password works, and an empty store has nothing due.
+        let refresh = try ToolRunner.run(["refresh", "--store", server.url])
+        #expect(refresh.status == 0, "stderr: \(refresh.stderr)")
+        let usage = try ToolRunner.run(["refresh", "--worker", "--watch", "--store", server.url])
+        #expect(usage.status == 64)
+    }
+}
