@@ -42,7 +42,13 @@ extension AASAFetchCommand {
                     let opened = try await store.open(create: true)
                     // Registered as routed (a CDN host is keyed by its route), the way results are recorded.
                     let routed = RoutedRun.split(plan, route: routing.route).plan
-                    recording = (opened, try await StoreSession.register(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date()))
+                    if routing.route == .origin {
+                        // The streaming run loads each batch's stored states when it records it.
+                        try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date())
+                        recording = (opened, [:])
+                    } else {
+                        recording = (opened, try await StoreSession.register(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date()))
+                    }
                 } catch {
                     console.err("aasa-fetch: \(error.code): \(error.message) (--no-store runs without it)")
                     throw ExitStatus.cannotRun
@@ -56,7 +62,7 @@ extension AASAFetchCommand {
                 // Origin only: stream results (judge, print, record) instead of keeping them all.
                 let streaming = StreamingRun(
                     plan: plan, fetcher: fetcher, loaded: loaded, region: region, json: json, console: console,
-                    recording: recording.map { ($0.store, $0.previous) }, progress: progress
+                    store: recording?.store, progress: progress
                 )
                 let (summary, storeFailure) = await streaming.run()
                 await client.shutdown()

@@ -98,6 +98,19 @@ enum StoreSession {
     }
 
     /// Registers a plan's hosts and needs; returns their stored states.
+    /// Registers a plan in chunks of `chunk` hosts and keeps none of the returned states, so a
+    /// large crawl does not hold every stored file in memory (a streaming run loads the states of
+    /// each batch just before recording it).
+    static func registerInChunks(plan: FetchPlan, appIDs: [String], in store: any AssociationStore, now: Date, chunk: Int = 1000) async throws(CommandFailure) {
+        var start = 0
+        while start < plan.fetches.count {
+            var part = plan
+            part.fetches = Array(plan.fetches[start..<min(plan.fetches.count, start + chunk)])
+            _ = try await register(plan: part, appIDs: appIDs, in: store, now: now)
+            start += chunk
+        }
+    }
+
     static func register(plan: FetchPlan, appIDs: [String], in store: any AssociationStore, now: Date) async throws(CommandFailure) -> [HostKey: HostState] {
         let (hosts, needs) = registrations(plan: plan, appIDs: appIDs)
         do {

@@ -11,8 +11,8 @@ struct StreamingRun {
     let region: String?
     let json: Bool
     let console: Console
-    /// Where to record, with the states registered before the run.
-    let recording: (store: any AssociationStore, previous: [HostKey: HostState])?
+    /// Where to record (the plan's hosts are registered there already); `nil` records nothing.
+    let store: (any AssociationStore)?
     let progress: ProgressReporter
 
     /// Results recorded per store transaction.
@@ -36,11 +36,15 @@ struct StreamingRun {
             human.begin(entries: plan.entries.count, hosts: plan.fetches.count, appIDs: loaded.appIDs, findings: loaded.findings)
         }
         func flush() async {
-            guard let recording, !pending.isEmpty else { return }
+            guard let store, !pending.isEmpty else { return }
             do {
-                try await StoreSession.record(pending, previous: recording.previous, in: recording.store, now: Date())
-            } catch {
+                // The states before this run: nothing else records these hosts during it.
+                let previous = try await store.states(of: pending.map { HostKey(host: $0.host, route: $0.route) })
+                try await StoreSession.record(pending, previous: previous, in: store, now: Date())
+            } catch let error as CommandFailure {
                 if storeFailure == nil { storeFailure = error }
+            } catch {
+                if storeFailure == nil { storeFailure = CommandFailure(storeCall: error) }
             }
             pending.removeAll(keepingCapacity: true)
         }
@@ -54,7 +58,7 @@ struct StreamingRun {
                 let domain = AssociationJudge.judgeHost(plan.fetches[next], result: ready, verdicts: &verdicts, appIDs: loaded.appIDs)
                 domainWarnings += domain.warningCount
                 if json { writer.domain(domain) } else { human.domain(domain) }
-                if recording != nil {
+                if store != nil {
                     // The store keeps the body; this run does not.
                     pending.append(ready)
                     if pending.count >= Self.recordBatch { await flush() }

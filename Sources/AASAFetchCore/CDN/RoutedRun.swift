@@ -162,9 +162,9 @@ public struct RoutedRun: Sendable {
     public func report(appIDs: [String], appIDSource: AppIDSource, region: String?, findings: [Finding] = []) -> RunReport {
         var report = AssociationJudge.report(plan: plan, results: results, appIDs: appIDs, appIDSource: appIDSource,
                                              region: region, findings: findings)
+        // The judge keeps plan order, so domain `index` is `results[index]` (no search: O(N)).
         for index in report.domains.indices where report.domains[index].route == .cdn {
-            let result = results.first { $0.route == .cdn && $0.host == report.domains[index].host }
-            report.domains[index].cdn = CDNRecord(domain: report.domains[index], result: result)
+            report.domains[index].cdn = CDNRecord(domain: report.domains[index], result: results[index])
         }
         guard route == .both, !comparisonFetches.isEmpty else { return report }
 
@@ -173,12 +173,16 @@ public struct RoutedRun: Sendable {
         let cdnReport = AssociationJudge.report(plan: comparisonPlan, results: comparisonResults, appIDs: appIDs,
                                                 appIDSource: appIDSource, region: region)
         var added = 0
+        var comparisonPosition: [String: Int] = [:]
+        for (position, fetch) in comparisonFetches.enumerated() where comparisonPosition[fetch.host] == nil {
+            comparisonPosition[fetch.host] = position
+        }
         for index in report.domains.indices {
             let host = report.domains[index].host
-            guard let position = comparisonFetches.firstIndex(where: { $0.host == host }) else { continue }
+            guard let position = comparisonPosition[host] else { continue }
             let cdnDomain = cdnReport.domains[position]
             let cdnResult = comparisonResults[position]
-            let originResult = results.first { $0.host == host && $0.route == .origin }
+            let originResult = results[index].route == .origin ? results[index] : nil
             let comparison = Self.compare(origin: originResult, originAssociated: report.domains[index].associated,
                                           cdn: cdnResult, cdnAssociated: cdnDomain.associated)
             report.domains[index].cdn = CDNRecord(domain: cdnDomain, result: cdnResult, changes: comparison.changes)
