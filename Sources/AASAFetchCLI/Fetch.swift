@@ -42,7 +42,7 @@ extension AASAFetchCommand {
                     let opened = try await store.open(create: true)
                     // Registered as routed (a CDN host is keyed by its route), the way results are recorded.
                     let routed = RoutedRun.split(plan, route: routing.route).plan
-                    if routing.route == .origin {
+                    if routing.route != .both {
                         // The streaming run loads each batch's stored states when it records it.
                         try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date())
                         recording = (opened, [:])
@@ -58,10 +58,12 @@ extension AASAFetchCommand {
             let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
             let fetcher = AASAFetcher(transport: client, options: options)
             let progress = ProgressReporter(total: plan.fetches.count, enabled: !quiet && console.stderrIsTerminal && plan.fetches.count > 1)
-            if routing.route == .origin {
-                // Origin only: stream results (judge, print, record) instead of keeping them all.
+            let cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
+            if routing.route != .both {
+                // Stream results (judge, print, record) instead of keeping them all; `both` needs
+                // each host's two answers side by side, so it keeps them.
                 let streaming = StreamingRun(
-                    plan: plan, fetcher: fetcher, loaded: loaded, region: region, json: json, console: console,
+                    plan: RoutedRun.split(plan, route: routing.route).plan, fetcher: fetcher, cdn: cdn, loaded: loaded, region: region, json: json, console: console,
                     store: recording?.store, progress: progress
                 )
                 let (summary, storeFailure) = await streaming.run()
@@ -73,7 +75,6 @@ extension AASAFetchCommand {
                 if summary.failed > 0 { throw ExitStatus.failure }
                 return
             }
-            let cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
             let run = await RoutedRun.fetch(plan, route: routing.route, origin: fetcher, cdn: cdn) { done, result in
                 progress.update(done: done, result: result)
             }

@@ -41,21 +41,9 @@ public struct CDNFetcher: Sendable {
     /// streams of one connection). Results come back in the order given.
     public func fetchAll(_ fetches: [PlannedFetch]) async -> [HostFetchResult] {
         var results: [HostFetchResult?] = Array(repeating: nil, count: fetches.count)
-        let limit = max(1, fetcher.options.concurrency)
-        await withTaskGroup(of: (Int, HostFetchResult).self) { group in
-            var next = 0
-            func admit() {
-                let position = next
-                let planned = fetches[position]
-                group.addTask { (position, await self.fetch(host: planned.host, startOrder: position)) }
-                next += 1
-            }
-            while next < fetches.count, next < limit { admit() }
-            for await (position, result) in group {
-                results[position] = result
-                if next < fetches.count { admit() }
-            }
-        }
+        await SlidingWindow.run(count: fetches.count, limit: fetcher.options.concurrency, work: { position in
+            await self.fetch(host: fetches[position].host, startOrder: position)
+        }, handle: { result in results[result.startOrder] = result })
         return results.enumerated().map { position, result in
             result ?? HostFetchResult(host: fetches[position].host, route: .cdn, url: url(for: fetches[position].host),
                                       code: "cancelled", reason: "the run was cancelled", startOrder: position)

@@ -53,22 +53,10 @@ public struct AASAFetcher: Sendable {
         conditions: [String: ConditionalRequest] = [:],
         handle: (HostFetchResult) async -> Void
     ) async {
-        let limit = max(1, options.concurrency)
-        await withTaskGroup(of: HostFetchResult.self) { group in
-            var next = 0
-            func admit() {
-                let position = next
-                let planned = fetches[position]
-                let conditional = conditions[planned.host]
-                group.addTask { await self.fetch(host: planned.host, startOrder: position, conditional: conditional) }
-                next += 1
-            }
-            while next < fetches.count, next < limit { admit() }
-            for await result in group {
-                if next < fetches.count { admit() }
-                await handle(result)
-            }
-        }
+        await SlidingWindow.run(count: fetches.count, limit: options.concurrency, work: { position in
+            let planned = fetches[position]
+            return await self.fetch(host: planned.host, startOrder: position, conditional: conditions[planned.host])
+        }, handle: handle)
     }
 
     /// Fetches one host's file from the origin: `.well-known`, then the legacy root path on 404.
