@@ -174,17 +174,24 @@ public struct StoreRecorder: Sendable {
         var recorded: [RefreshedHost] = []
         var abandoned: [HostKey] = []
         var lost: [HostKey] = []
+        var planned: [(key: HostKey, result: HostFetchResult, update: HostUpdate)] = []
         for (key, result) in zip(keys, results) {
-            let before = previous[key]
-            guard let update = policy.update(for: result, previous: before, needs: needs[key] ?? [], now: now) else {
+            guard let update = policy.update(for: result, previous: previous[key], needs: needs[key] ?? [], now: now) else {
                 abandoned.append(key)
                 continue
             }
-            switch try await store.record(update, owner: owner) {
+            planned.append((key, result, update))
+        }
+        // One store call (one transaction in SQLite) for the whole batch.
+        let outcomes = try await store.recordAll(planned.map(\.update), owner: owner)
+        for (item, outcome) in zip(planned, outcomes) {
+            switch outcome {
             case .recorded: break
-            case .leaseLost: lost.append(key); continue
+            case .leaseLost: lost.append(item.key); continue
             case .hostMissing: continue
             }
+            let (key, result, update) = item
+            let before = previous[key]
             recorded.append(RefreshedHost(
                 key: key, outcome: update.outcome, code: result.code, reason: result.reason, httpStatus: result.httpStatus,
                 previousCode: before?.lastResult?.code, consecutiveFailures: update.consecutiveFailures,

@@ -30,6 +30,10 @@ public protocol AssociationStore: Sendable {
     @discardableResult
     func record(_ update: HostUpdate, owner: String?) async throws -> RecordResult
 
+    /// Records many downloads, each as ``record(_:owner:)``, in as few transactions as the store
+    /// allows; the results are in the order of `updates`.
+    func recordAll(_ updates: [HostUpdate], owner: String?) async throws -> [RecordResult]
+
     /// Releases `owner`'s leases on these hosts without recording anything (an abandoned fetch).
     func release(_ keys: [HostKey], owner: String) async throws
 
@@ -51,4 +55,14 @@ public protocol AssociationStore: Sendable {
 
     /// Removes a host (every route), its entries and its history. Returns how many host rows went.
     func forget(host: String) async throws -> Int
+}
+
+extension AssociationStore {
+    /// One ``record(_:owner:)`` per update.
+    public func recordAll(_ updates: [HostUpdate], owner: String?) async throws -> [RecordResult] {
+        var results: [RecordResult] = []
+        results.reserveCapacity(updates.count)
+        for update in updates { results.append(try await record(update, owner: owner)) }
+        return results
+    }
 }

@@ -185,43 +185,51 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     @discardableResult
     public func record(_ update: HostUpdate, owner: String?) async throws -> RecordResult {
+        try await immediateWrite { db in try Self.recordRow(db, update, owner: owner) }
+    }
+
+    /// Records many downloads in one write transaction (one lock, one commit), each as ``record(_:owner:)``.
+    public func recordAll(_ updates: [HostUpdate], owner: String?) async throws -> [RecordResult] {
+        guard !updates.isEmpty else { return [] }
+        return try await immediateWrite { db in try updates.map { try Self.recordRow(db, $0, owner: owner) } }
+    }
+
+    private static func recordRow(_ db: Database, _ update: HostUpdate, owner: String?) throws -> RecordResult {
         let headers = String(decoding: (try? JSONEncoder().encode(update.result.headers)) ?? Data("[]".utf8), as: UTF8.self)
-        return try await immediateWrite { db -> RecordResult in
-            let result = update.result
-            var arguments: StatementArguments = [
-                result.code, result.reason, result.httpStatus, result.url, headers, result.body.map { Data($0) },
-                result.fetchedAt.timeIntervalSince1970, update.consecutiveFailures, update.nextCheck.timeIntervalSince1970,
-            ]
-            var assignments = """
-                last_code = ?, last_reason = ?, last_http_status = ?, last_url = ?, last_headers = ?, last_body = ?,
-                fetched_at = ?, consecutive_failures = ?, next_check = ?
-                """
-            if let approved = update.approvedBody {
-                assignments += ", approved_body = ?, approved_at = ?"
-                arguments += [Data(approved), result.fetchedAt.timeIntervalSince1970]
-            }
-            if let validators = update.validators {
-                assignments += ", etag = ?, last_modified = ?"
-                arguments += [validators.etag, validators.lastModified]
-            }
-            var condition = "host = ? AND route = ?"
-            arguments += [update.key.host, update.key.route.rawValue]
-            if let owner {
-                // Only while the caller still holds the lease; recording releases it.
-                assignments += ", lease_owner = NULL, lease_expires = NULL"
-                condition += " AND lease_owner = ?"
-                arguments += [owner]
-            }
-            try db.execute(sql: "UPDATE hosts SET \(assignments) WHERE \(condition)", arguments: arguments)
-            guard db.changesCount > 0 else {
-                let current = try Row.fetchOne(db, sql: "SELECT lease_owner FROM hosts WHERE host = ? AND route = ?",
-                                               arguments: [update.key.host, update.key.route.rawValue])
-                guard let current else { return .hostMissing }  // forgotten meanwhile
-                return .leaseLost(owner: current["lease_owner"])
-            }
-            try Self.insert(update.events, db)
-            return .recorded
+        let result = update.result
+        var arguments: StatementArguments = [
+            result.code, result.reason, result.httpStatus, result.url, headers, result.body.map { Data($0) },
+            result.fetchedAt.timeIntervalSince1970, update.consecutiveFailures, update.nextCheck.timeIntervalSince1970,
+        ]
+        var assignments = """
+            last_code = ?, last_reason = ?, last_http_status = ?, last_url = ?, last_headers = ?, last_body = ?,
+            fetched_at = ?, consecutive_failures = ?, next_check = ?
+            """
+        if let approved = update.approvedBody {
+            assignments += ", approved_body = ?, approved_at = ?"
+            arguments += [Data(approved), result.fetchedAt.timeIntervalSince1970]
         }
+        if let validators = update.validators {
+            assignments += ", etag = ?, last_modified = ?"
+            arguments += [validators.etag, validators.lastModified]
+        }
+        var condition = "host = ? AND route = ?"
+        arguments += [update.key.host, update.key.route.rawValue]
+        if let owner {
+            // Only while the caller still holds the lease; recording releases it.
+            assignments += ", lease_owner = NULL, lease_expires = NULL"
+            condition += " AND lease_owner = ?"
+            arguments += [owner]
+        }
+        try db.execute(sql: "UPDATE hosts SET \(assignments) WHERE \(condition)", arguments: arguments)
+        guard db.changesCount > 0 else {
+            let current = try Row.fetchOne(db, sql: "SELECT lease_owner FROM hosts WHERE host = ? AND route = ?",
+                                           arguments: [update.key.host, update.key.route.rawValue])
+            guard let current else { return .hostMissing }  // forgotten meanwhile
+            return .leaseLost(owner: current["lease_owner"])
+        }
+        try Self.insert(update.events, db)
+        return .recorded
     }
 
     public func release(_ keys: [HostKey], owner: String) async throws {
