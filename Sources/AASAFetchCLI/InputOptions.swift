@@ -63,6 +63,17 @@ struct InputOptions: ParsableArguments {
         var findings: [Finding]
     }
 
+    /// ``load()`` for a command: an input that cannot be read is reported on standard error with its
+    /// code, and the command exits 2.
+    func loadOrExit(console: Console) throws -> Loaded {
+        do {
+            return try load()
+        } catch let failure as CommandFailure {
+            console.err("aasa-fetch: \(failure.code): \(failure.message)")
+            throw ExitStatus.cannotRun
+        }
+    }
+
     /// Reads the entitlements and lists, parses every entry and settles the app IDs.
     func load() throws -> Loaded {
         var strings: [String?] = []

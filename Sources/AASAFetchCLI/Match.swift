@@ -131,13 +131,10 @@ extension AASAFetchCommand {
         }
 
         private static func decode(_ bytes: [UInt8], name: String) throws -> AASADocument {
-            switch AASADecoder.decode(bytes) {
-            case .document(let document, _):
-                return document
-            case .invalidJSON(let error, _):
-                throw CommandFailure(code: "invalid-json", message: "\(name): line \(error.line), column \(error.column): \(error.message)")
-            case .notAnAssociationFile(let reason, _):
-                throw CommandFailure(code: "not-an-association-file", message: "\(name): \(reason)")
+            do {
+                return try AASADecoder.decodeDocument(bytes)
+            } catch {
+                throw CommandFailure(code: error.code, message: "\(name): \(error.message)")
             }
         }
 

@@ -17,13 +17,7 @@ extension AASAFetchCommand {
 
         func run() async throws {
             let console = Console.standard
-            let loaded: InputOptions.Loaded
-            do {
-                loaded = try input.load()
-            } catch let failure as CommandFailure {
-                console.err("aasa-fetch: \(failure.code): \(failure.message)")
-                throw ExitStatus.cannotRun
-            }
+            let loaded = try input.loadOrExit(console: console)
             let region = input.effectiveRegion
             let plan = FetchPlan(entries: loaded.entries, prioritizer: DomainPrioritizer(region: region))
             let output = PlanOutput(

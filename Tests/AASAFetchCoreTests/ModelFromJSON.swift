@@ -4,22 +4,11 @@ import Foundation
 /// Decodes test files through the real decoder (`AASADecoder`), so every matcher test also
 /// exercises the decode path the tool uses.
 enum ModelFromJSON {
-    struct NotADocument: Error, CustomStringConvertible {
-        var description: String
-    }
-
     static func document(json: String) throws -> AASADocument {
-        try document(data: Data(json.utf8))
+        try AASADecoder.decodeDocument(Array(json.utf8))
     }
 
     static func document(data: Data) throws -> AASADocument {
-        switch AASADecoder.decode([UInt8](data)) {
-        case .document(let document, _):
-            return document
-        case .invalidJSON(let error, _):
-            throw NotADocument(description: "invalid JSON: \(error)")
-        case .notAnAssociationFile(let reason, _):
-            throw NotADocument(description: "not an association file: \(reason)")
-        }
+        try AASADecoder.decodeDocument([UInt8](data))
     }
 }

@@ -427,3 +427,28 @@ func article(_ noun: String) -> String {
     guard let first = noun.unicodeScalars.first else { return noun }
     return ("aeiou".unicodeScalars.contains(first) ? "an " : "a ") + noun
 }
+
+/// Why bytes did not decode into an association file: `invalid-json` (with the position in the
+/// message) or `not-an-association-file`.
+public struct AASADecodeError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// `invalid-json` or `not-an-association-file`.
+    public var code: String
+    /// What is wrong, for people.
+    public var message: String
+
+    public var description: String { "\(code): \(message)" }
+}
+
+extension AASADecoder {
+    /// Decodes bytes that must be an association file, for callers that only want the document.
+    public static func decodeDocument(_ bytes: [UInt8]) throws(AASADecodeError) -> AASADocument {
+        switch decode(bytes) {
+        case .document(let document, _):
+            return document
+        case .invalidJSON(let error, _):
+            throw AASADecodeError(code: "invalid-json", message: "line \(error.line), column \(error.column): \(error.message)")
+        case .notAnAssociationFile(let reason, _):
+            throw AASADecodeError(code: "not-an-association-file", message: reason)
+        }
+    }
+}
