@@ -29,13 +29,13 @@ extension AASAFetchCommand {
             let loaded = try input.loadOrExit(console: console)
             let region = input.effectiveRegion
             let plan = FetchPlan(entries: loaded.entries, prioritizer: DomainPrioritizer(region: region))
+            // Every fetch with its route (a CDN host is keyed by its route in the store, too).
+            let routed = RoutedRun.split(plan, route: routing.route).plan
             // The store: opened before any download, so an unusable one stops the run at once.
             var recording: (store: any AssociationStore, previous: [HostKey: HostState])?
             if !noStore {
                 do {
                     let opened = try await store.open(create: true)
-                    // Registered as routed (a CDN host is keyed by its route), the way results are recorded.
-                    let routed = RoutedRun.split(plan, route: routing.route).plan
                     if routing.route != .both {
                         // The streaming run loads each batch's stored states when it records it.
                         try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date())
@@ -57,8 +57,8 @@ extension AASAFetchCommand {
                 // Stream results (judge, print, record) instead of keeping them all; `both` needs
                 // each host's two answers side by side, so it keeps them.
                 let streaming = StreamingRun(
-                    plan: RoutedRun.split(plan, route: routing.route).plan, fetcher: fetcher, cdn: cdn, loaded: loaded, region: region, json: json, console: console,
-                    store: recording?.store, progress: progress
+                    plan: routed, fetcher: fetcher, cdn: cdn, loaded: loaded, region: region, json: json,
+                    console: console, store: recording?.store, progress: progress
                 )
                 let (summary, storeFailure) = await streaming.run()
                 await client.shutdown()
