@@ -1,15 +1,12 @@
 import AASAFetchCore
 import Foundation
 
-/// The fetch run (origin or CDN route) without holding results: each host is judged, printed (human or
+/// The origin-route fetch run without holding results: each host is judged, printed (human or
 /// JSON) and recorded in the store (in batches) as soon as it and every host planned before it are
 /// done, so memory does not grow with the number of hosts beyond the plan's entries.
 struct StreamingRun {
-    /// The routed plan (``RoutedRun/split(_:route:)``): each fetch says its route.
     let plan: FetchPlan
     let fetcher: AASAFetcher
-    /// Fetches the `.cdn` fetches of the plan.
-    let cdn: CDNFetcher
     let loaded: InputOptions.Loaded
     let region: String?
     let json: Bool
@@ -52,21 +49,13 @@ struct StreamingRun {
             pending.removeAll(keepingCapacity: true)
         }
 
-        let fetches = plan.fetches
-        let (origin, cdn) = (fetcher, self.cdn)
-        await SlidingWindow.run(count: fetches.count, limit: fetcher.options.concurrency, work: { position in
-            let planned = fetches[position]
-            return planned.route == .cdn
-                ? await cdn.fetch(host: planned.host, startOrder: position)
-                : await origin.fetch(host: planned.host, startOrder: position)
-        }) { result in
+        await fetcher.fetchEach(plan.fetches) { result in
             done += 1
             progress.update(done: done, result: result)
             waiting[result.startOrder] = result
             // Print in start order: a host waits only for hosts planned before it.
             while let ready = waiting.removeValue(forKey: next) {
-                var domain = AssociationJudge.judgeHost(plan.fetches[next], result: ready, verdicts: &verdicts, appIDs: loaded.appIDs)
-                if domain.route == .cdn { domain.cdn = CDNRecord(domain: domain, result: ready) }
+                let domain = AssociationJudge.judgeHost(plan.fetches[next], result: ready, verdicts: &verdicts, appIDs: loaded.appIDs)
                 domainWarnings += domain.warningCount
                 if json { writer.domain(domain) } else { human.domain(domain) }
                 if store != nil {
