@@ -56,7 +56,11 @@ extension AASAFetchCommand {
                 throw ExitStatus.cannotRun
             }
             let options = network.fetchOptions
-            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
+            let client = CurlClient(
+                maxConnections: options.concurrency,
+                // One connection to the CDN, which HTTP/2 multiplexes (without the limit libcurl
+                // 7.88 opens one per transfer started before the first connection is up).
+                maxConnectionsPerHost: routing.route == .origin ? 0 : 1)
             let diagnoser = Diagnoser(transport: client, options: options, route: routing.route, cdnBase: routing.cdnBase)
             var diagnoses: [Diagnosis] = []
             for entry in loaded.entries {

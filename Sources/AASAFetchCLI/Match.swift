@@ -201,7 +201,7 @@ extension AASAFetchCommand {
             let options = network.fetchOptions
             var results: [HostFetchResult] = []
             if !missing.isEmpty {
-                let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
+                let client = CurlClient(maxConnections: options.concurrency)
                 results = await AASAFetcher(transport: client, options: options).fetchAll(missing)
                 await client.shutdown()
             }

@@ -73,7 +73,7 @@ extension AASAFetchCommand {
             let clock: @Sendable () -> Date = { fixedNow ?? Date() }
             let effectiveRegion = region?.uppercased() ?? DomainPrioritizer.region(fromEnvironment: ProcessInfo.processInfo.environment)
             let batch = batchSize ?? max(16, options.concurrency * 4)
-            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
+            let client = CurlClient(maxConnections: options.concurrency)
             let job = RefreshJob(
                 store: database, fetcher: AASAFetcher(transport: client, options: options),
                 prioritizer: DomainPrioritizer(region: effectiveRegion), owner: owner ?? RefreshJob.makeOwner(),

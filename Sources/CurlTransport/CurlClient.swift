@@ -14,8 +14,13 @@ public final class CurlClient: HTTPTransferring, Sendable {
     /// - Parameters:
     ///   - maxConnections: Most connections open at once (`CURLMOPT_MAX_TOTAL_CONNECTIONS`);
     ///     further transfers wait in curl's queue.
-    ///   - maxConnectionsPerHost: Most connections to one host at once (`CURLMOPT_MAX_HOST_CONNECTIONS`).
-    public init(maxConnections: Int = 32, maxConnectionsPerHost: Int = 1) {
+    ///   - maxConnectionsPerHost: Most connections to one host at once
+    ///     (`CURLMOPT_MAX_HOST_CONNECTIONS`); 0, the default, sets no limit. libcurl counts a
+    ///     transfer sent elsewhere by `connectTo` against the *target*, so any limit here would also
+    ///     cap every host of a run sent to one staging server; a caller never needs two connections
+    ///     to one host anyway (one download per host at a time; HTTP/2 transfers wait for the
+    ///     shared connection with `CURLOPT_PIPEWAIT`).
+    public init(maxConnections: Int = 32, maxConnectionsPerHost: Int = 0) {
         let mailbox = self.mailbox
         let thread = Thread {
             MultiLoop.run(mailbox: mailbox, maxConnections: maxConnections, maxConnectionsPerHost: maxConnectionsPerHost)

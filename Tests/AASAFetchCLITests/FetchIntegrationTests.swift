@@ -228,6 +228,25 @@ struct FetchIntegrationTests {
         #expect(try result.json().domain("slow.example.com")?["code"] as? String == "timeout")
     }
 
+    /// Hosts sent to one server with `--connect-to` (a staging deploy) are still fetched
+    /// `--concurrency` at a time: the server holds every answer until all six requests are in.
+    @Test func connectToOneServerKeepsTheConcurrency() async throws {
+        let ca = try TestCA.shared()
+        let hosts = (1...6).map { "s\($0).staging.test" }
+        let server = try await FaultServer.start(
+            script: FaultScript(default: .barrier(count: hosts.count, body: Self.good, wait: 8)),
+            certificate: try ca.leaf(for: ["*.staging.test"]))
+        defer { server.stop() }
+        let result = try ToolRunner.run(["--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private",
+                                         "--retry-delays", "", "--concurrency", "6", "--quiet", "--no-store", "--json",
+                                         "--app-id", Self.appID] + hosts.flatMap { ["--domain", "applinks:\($0)"] })
+        let report = try result.json()
+        for host in hosts {
+            #expect(report.domain(host)?["code"] as? String == "ok", "\(host): \(report.domain(host) ?? [:])")
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
     /// Bad input: a clear message with a stable code and exit 2; usage errors exit 64.
     @Test func badInputs() throws {
         let missing = try ToolRunner.run(["--entitlements", "/nonexistent.entitlements"])

@@ -3,7 +3,7 @@ import Synchronization
 
 /// What the ``FaultServer`` does with a connection or request.
 public struct FaultBehavior: Sendable, Hashable, Encodable {
-    /// `never-answer`, `stall-after-headers`, `reset-mid-body`, `respond`, `slow` or `sequence`.
+    /// `never-answer`, `stall-after-headers`, `reset-mid-body`, `respond`, `slow`, `barrier` or `sequence`.
     public var action: String
     /// The HTTP status.
     public var status: Int?
@@ -29,6 +29,10 @@ public struct FaultBehavior: Sendable, Hashable, Encodable {
     public var dripInterval: Double?
     /// For `sequence`: the behaviour of each request in turn (the last one repeats).
     public var steps: [FaultBehavior]?
+    /// For `barrier`: how many barrier requests must have arrived before any is answered.
+    public var count: Int?
+    /// For `barrier`: the most seconds a request waits for the others (then it gets a 503).
+    public var wait: Double?
 
     /// Answers the Nth request (per path, SNI name or default) with the Nth behaviour; the last repeats.
     public static func sequence(_ steps: [FaultBehavior]) -> FaultBehavior {
@@ -76,6 +80,17 @@ public struct FaultBehavior: Sendable, Hashable, Encodable {
         behavior.action = "slow"
         behavior.dripBytes = dripBytes
         behavior.dripInterval = dripInterval
+        return behavior
+    }
+
+    /// Holds each request until `count` such requests have arrived, then answers `body` with 200;
+    /// a request that waited `wait` seconds in vain gets 503 `barrier not reached`. When all get
+    /// 200, the first was still held when the last arrived: `count` transfers were in flight at once.
+    public static func barrier(count: Int, body: String, wait: Double = 10) -> FaultBehavior {
+        var behavior = respond(body: body)
+        behavior.action = "barrier"
+        behavior.count = count
+        behavior.wait = wait
         return behavior
     }
 

@@ -38,6 +38,25 @@ struct FaultTransportTests {
         #expect(logged.headers["accept-encoding"]?.contains("gzip") == true)
     }
 
+    /// Distinct hosts sent to one server by `connectTo` run in parallel (libcurl counts them
+    /// against the target, so a per-host limit would serialise them); the total limit still holds.
+    @Test func distinctHostsToOneTargetRunInParallel() async throws {
+        let (server, ca) = try await startFaultServer(FaultScript(default: .barrier(count: 6, body: "{}", wait: 8)))
+        defer { server.stop() }
+        func statuses(_ client: CurlClient, _ hosts: ClosedRange<Int>) async -> [Int] {
+            await withTaskGroup(of: Int.self) { group in
+                for index in hosts {
+                    let request = faultRequest(server, ca, host: "h\(index).fault.test")
+                    group.addTask { (try? await client.perform(request).status) ?? -1 }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        let parallel = CurlClient(maxConnections: 8)
+        #expect(await statuses(parallel, 1...6) == Array(repeating: 200, count: 6))
+        await parallel.shutdown()
+    }
+
     @Test func chunkedAndGzippedBodiesAreDecoded() async throws {
         let body = String(repeating: "association ", count: 500)
         let script = FaultScript(paths: [

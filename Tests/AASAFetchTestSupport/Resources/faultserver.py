@@ -21,6 +21,11 @@ A behaviour B is an object with "action":
                        Content-Length)
   slow                 like respond, but the body is dripped "dripBytes" (default 1) at a time
                        every "dripInterval" seconds (default 0.5)
+  barrier              hold the request until "count" requests with a barrier behaviour have arrived
+                       (at most "wait" seconds, default 10), then respond like "respond"; when the
+                       wait runs out, answer 503 "barrier not reached" instead. When every request
+                       gets 200, the first was still held when the last arrived: the client really
+                       had "count" transfers in flight at once
   sequence             "steps": a list of behaviours; the Nth request chosen by the same path or
                        host key gets the Nth one (the last one repeats), e.g. 500 then 200
 Each request is logged to --log as one JSON object a line: path, host, userAgent, sni, headers.
@@ -44,6 +49,8 @@ LOG_LOCK = threading.Lock()
 SNI_BY_SOCKET = {}
 COUNTS = {}
 COUNTS_LOCK = threading.Lock()
+BARRIER = threading.Condition()
+BARRIER_OPEN = [0]
 
 
 def resolve_sequence(key, behaviour):
@@ -124,9 +131,27 @@ def reset(conn):
     conn.close()
 
 
+def wait_at_barrier(behaviour):
+    """True when "count" barrier requests have arrived within "wait" seconds."""
+    count = int(behaviour.get("count", 2))
+    deadline = time.monotonic() + float(behaviour.get("wait", 10))
+    with BARRIER:
+        BARRIER_OPEN[0] += 1
+        BARRIER.notify_all()
+        while BARRIER_OPEN[0] < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            BARRIER.wait(min(left, 0.1))
+        return True
+
+
 def perform(conn, behaviour):
     action = behaviour.get("action", "respond")
     status = int(behaviour.get("status", 200))
+    if action == "barrier" and not wait_at_barrier(behaviour):
+        behaviour = {"action": "respond", "status": 503, "body": "barrier not reached"}
+        status = 503
     if action == "never-answer":
         hold()
         return
