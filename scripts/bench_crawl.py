@@ -6,7 +6,11 @@ names (h1.bench.test …) that all reach it through --connect-to (no DNS), and r
 C, both tools over the same URLs. Prints hosts per second, CPU seconds per host and peak RSS of
 each, and the ratios (aasa-fetch / curl for speed, curl / aasa-fetch for memory).
 
-Usage: scripts/bench-crawl [--sizes 2000,20000] [--concurrency 16,64,256] [--binary PATH] [--extra ARG]...
+Also prints the CPU time nginx spent per host during each run ("nginx ms/host"): with nginx far
+from a full core, the client is what limits the rate. With --repeat K every measurement is taken
+K times (the tools alternate) and the median run is printed.
+
+Usage: scripts/bench-crawl [--sizes 2000,20000] [--concurrency 16,64,256] [--repeat K] [--binary PATH] [--extra ARG]...
 """
 import argparse
 import shlex
@@ -27,14 +31,39 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
 
 
+def nginx_cpu_seconds():
+    """CPU seconds used so far by every nginx process (master and workers), from /proc."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)
+            if not fields[0].endswith("(nginx"):
+                continue
+            rest = fields[1].split()
+            total += int(rest[11]) + int(rest[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def measure(cmd, stdout_path):
-    """Runs cmd; returns (wall seconds, cpu seconds, peak RSS KiB, exit status)."""
+    """Runs cmd; returns (wall seconds, cpu seconds, peak RSS KiB, exit status, nginx cpu seconds)."""
     with open(stdout_path, "wb") as out:
+        server_before = nginx_cpu_seconds()
         start = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - start
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+        server = nginx_cpu_seconds() - server_before
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status), server
+
+
+def median_run(runs):
+    """The run with the median wall time."""
+    return sorted(runs, key=lambda r: r[0])[len(runs) // 2]
 
 
 def free_port():
@@ -55,10 +84,11 @@ def main():
     ap.add_argument("--output", default="json", choices=["json", "human"], help="aasa-fetch output mode")
     ap.add_argument("--cdn", action="store_true", help="also run aasa-fetch through a local fake CDN (--route cdn, one HTTP/2 connection)")
     ap.add_argument("--skip-curl", action="store_true", help="run aasa-fetch only (profiling)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per measurement; the median run is printed")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     levels = [int(x) for x in args.concurrency.split(",")]
-    curl = shutil.which("curl")
+    curl = os.environ.get("BENCH_CURL") or shutil.which("curl")
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not curl or not os.path.exists(nginx):
         sys.exit("bench-crawl needs curl and nginx (scripts/install-deps)")
@@ -113,7 +143,8 @@ http {{
 
         print(f"nginx on 127.0.0.1:{port} (1 worker), {os.cpu_count()} cores; file {len(BODY)} bytes; "
               f"curl {subprocess.run([curl, '--version'], capture_output=True, text=True).stdout.split()[1]}")
-        header = f"{'N':>6} {'C':>4} | {'tool':<10} {'hosts/s':>9} {'cpu ms/host':>11} {'peak RSS MiB':>12} {'ok':>6} | {'speed x':>7} {'mem x':>6}"
+        header = (f"{'N':>6} {'C':>4} | {'tool':<10} {'hosts/s':>9} {'cpu ms/host':>11} {'peak RSS MiB':>12} {'ok':>6} "
+                  f"{'nginx ms/host':>13} | {'speed x':>7} {'mem x':>6}")
         print(header)
         print("-" * len(header))
         for n in sizes:
@@ -129,28 +160,36 @@ http {{
                 ours_cmd = shlex.split(args.wrap) + [args.binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
                             "--connect-to", f"::127.0.0.1:{port}", "--allow-private", "--concurrency", str(c),
                             "--retry-delays", "", "--quiet"] + (["--json"] if args.output == "json" else []) + args.extra
-                ours = measure(ours_cmd, f"{work}/ours.json")
-                ok_ours = count_ok(f"{work}/ours.json") if args.output == "json" else count_human(f"{work}/ours.json")
                 curl_cmd = [curl, "--parallel", "--parallel-max", str(c), "--http1.1", "-s", "-A", "AASA-Bot/1.0.0",
                             "--cacert", f"{work}/ca.pem", "--connect-to", f"::127.0.0.1:{port}",
                             "-w", "%{http_code}\\n", "-K", curl_config]
+                ours_runs, curl_runs = [], []
+                for _ in range(max(1, args.repeat)):
+                    ours_runs.append(measure(ours_cmd, f"{work}/ours.json"))
+                    if not args.skip_curl:
+                        curl_runs.append(measure(curl_cmd, f"{work}/curl.out"))
+                ours = median_run(ours_runs)
+                ok_ours = count_ok(f"{work}/ours.json") if args.output == "json" else count_human(f"{work}/ours.json")
                 if args.cdn:
                     cdn_cmd = ours_cmd + ["--route", "cdn", "--cdn-base", "https://cdn.bench.test/a/v1/"]
-                    cdn = measure(cdn_cmd, f"{work}/cdn.json")
+                    cdn = median_run([measure(cdn_cmd, f"{work}/cdn.json") for _ in range(max(1, args.repeat))])
                     if os.environ.get("BENCH_DEBUG"):
                         shutil.copy(f"{work}/cdn.json", "/tmp/cdn-debug.json")
                     ok_cdn = count_ok(f"{work}/cdn.json") if args.output == "json" else count_human(f"{work}/cdn.json")
-                    print(f"{n:>6} {c:>4} | {'via CDN':<10} {n / cdn[0]:>9.0f} {1000 * cdn[1] / n:>11.3f} {cdn[2] / 1024:>12.1f} {ok_cdn:>6} | "
-                          f"CDN/origin {ours[0] / cdn[0]:.2f}x")
+                    print(f"{n:>6} {c:>4} | {'via CDN':<10} {n / cdn[0]:>9.0f} {1000 * cdn[1] / n:>11.3f} {cdn[2] / 1024:>12.1f} {ok_cdn:>6} "
+                          f"{1000 * cdn[4] / n:>13.3f} | CDN/origin {ours[0] / cdn[0]:.2f}x")
                 if args.skip_curl:
-                    print(f"{n:>6} {c:>4} | {'aasa-fetch':<10} {n / ours[0]:>9.0f} {1000 * ours[1] / n:>11.3f} {ours[2] / 1024:>12.1f} {ok_ours:>6} |")
+                    print(f"{n:>6} {c:>4} | {'aasa-fetch':<10} {n / ours[0]:>9.0f} {1000 * ours[1] / n:>11.3f} {ours[2] / 1024:>12.1f} {ok_ours:>6} "
+                          f"{1000 * ours[4] / n:>13.3f} |")
                     continue
-                theirs = measure(curl_cmd, f"{work}/curl.out")
+                theirs = median_run(curl_runs)
                 ok_curl = sum(1 for line in open(f"{work}/curl.out") if line.strip() == "200")
                 speed = (n / ours[0]) / (n / theirs[0])
                 mem = theirs[2] / ours[2]
-                print(f"{n:>6} {c:>4} | {'aasa-fetch':<10} {n / ours[0]:>9.0f} {1000 * ours[1] / n:>11.3f} {ours[2] / 1024:>12.1f} {ok_ours:>6} | {speed:>7.2f} {mem:>6.2f}")
-                print(f"{'':>6} {'':>4} | {'curl':<10} {n / theirs[0]:>9.0f} {1000 * theirs[1] / n:>11.3f} {theirs[2] / 1024:>12.1f} {ok_curl:>6} |")
+                print(f"{n:>6} {c:>4} | {'aasa-fetch':<10} {n / ours[0]:>9.0f} {1000 * ours[1] / n:>11.3f} {ours[2] / 1024:>12.1f} {ok_ours:>6} "
+                      f"{1000 * ours[4] / n:>13.3f} | {speed:>7.2f} {mem:>6.2f}")
+                print(f"{'':>6} {'':>4} | {'curl':<10} {n / theirs[0]:>9.0f} {1000 * theirs[1] / n:>11.3f} {theirs[2] / 1024:>12.1f} {ok_curl:>6} "
+                      f"{1000 * theirs[4] / n:>13.3f} |")
                 sys.stdout.flush()
     finally:
         if nginx_proc:
