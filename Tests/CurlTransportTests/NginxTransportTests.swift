@@ -222,7 +222,7 @@ struct NginxTransportTests {
     func hundredConcurrentRequestsComplete(version: HTTPVersion) async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = CurlClient(maxConnectionsPerHost: 1)
         var request = fixture.request("aasa.test")
         request.httpVersion = version
         let statuses = await withTaskGroup(of: Int.self) { group in
@@ -248,8 +248,33 @@ struct NginxTransportTests {
         #expect(statuses.allSatisfy { $0 == 200 })
         let logged = fixture.server.requests()
         #expect(logged.count == 100)
-        // One connection per host: HTTP/2 multiplexes, HTTP/1.1 reuses the kept-alive connection.
+        // One connection per host allowed: HTTP/2 multiplexes, HTTP/1.1 reuses the kept-alive connection.
         #expect(Set(logged.map(\.connection)).count == 1, "connections: \(Set(logged.map(\.connection)))")
+    }
+
+    /// The CDN route's pattern: one request, then many at once; with one connection allowed per
+    /// host, every later request is multiplexed on the first HTTP/2 connection.
+    @Test func http2ConnectionIsReusedAfterTheFirstRequest() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = CurlClient(maxConnections: 64, maxConnectionsPerHost: 1)
+        var request = fixture.request("aasa.test")
+        request.httpVersion = .http2
+        #expect(try await client.perform(request).status == 200)
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for index in 0..<50 {
+                var item = request
+                item.url += "?n=\(index)"
+                group.addTask { (try? await client.perform(item).status) ?? -1 }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        await client.shutdown()
+        #expect(statuses == Array(repeating: 200, count: 50))
+        _ = await waitUntil(timeout: .seconds(5)) { fixture.server.requests().count >= 51 }
+        let logged = fixture.server.requests()
+        #expect(logged.count == 51)
+        #expect(Set(logged.map(\.connection)).count == 1, "connections: \(logged.map(\.connection))")
     }
 
     @Test func closedPortIsAConnectFailure() async throws {
@@ -264,3 +289,4 @@ struct NginxTransportTests {
         #expect(failure?.kind == .connectFailure, "\(String(describing: failure))")
     }
 }
+
