@@ -166,16 +166,19 @@ extension AASAFetchCommand {
 }
 
 /// SIGINT and SIGTERM during a spooled run delete the spool before the process ends (as the
-/// signal would have ended it, exit 128 + signal).
+/// signal would have ended it, exit 128 + signal). The folder is unlinked without waiting for the
+/// database (a write may be under way); the process ends at once.
 enum SpoolCleanup {
     static func install(_ spool: RunSpool) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
+        let directory = spool.directory
+        return [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                spool.remove()
+                try? FileManager.default.removeItem(atPath: directory)
                 _exit(128 + number)
             }
+            source.setCancelHandler { signal(number, SIG_DFL) }
             source.resume()
             return source
         }
