@@ -26,23 +26,30 @@ extension AASAFetchCommand {
 
         func run() async throws {
             let console = Console.standard
+            if input.domainsFile != nil, routing.route == .origin, Self.spoolEnabled {
+                try await runSpooled(console: console)
+                return
+            }
             let loaded = try input.loadOrExit(console: console)
             let region = input.effectiveRegion
             let plan = FetchPlan(entries: loaded.entries, prioritizer: DomainPrioritizer(region: region))
             // Every fetch with its route (a CDN host is keyed by its route in the store, too).
             let routed = RoutedRun.split(plan, route: routing.route).plan
+            if routing.route == .origin {
+                // Stream results (judge, print, record) instead of keeping them all. The CDN routes
+                // keep them: with the streaming window, libcurl 7.88 opened a second HTTP/2
+                // connection to the CDN in about half the runs (see the closing note).
+                try await runStreaming(source: PlanSource(plan: routed), settled: loaded.settled, region: region, console: console) { store throws(CommandFailure) in
+                    try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: store, now: Date())
+                }
+                return
+            }
             // The store: opened before any download, so an unusable one stops the run at once.
             var recording: (store: any AssociationStore, previous: [HostKey: HostState])?
             if !noStore {
                 do {
                     let opened = try await store.open(create: true)
-                    if routing.route == .origin {
-                        // The streaming run loads each batch's stored states when it records it.
-                        try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date())
-                        recording = (opened, [:])
-                    } else {
-                        recording = (opened, try await StoreSession.register(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date()))
-                    }
+                    recording = (opened, try await StoreSession.register(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date()))
                 } catch {
                     console.err("aasa-fetch: \(error.code): \(error.message) (--no-store runs without it)")
                     throw ExitStatus.cannotRun
@@ -56,23 +63,6 @@ extension AASAFetchCommand {
                 maxConnectionsPerHost: routing.route == .origin ? 0 : 1)
             let fetcher = AASAFetcher(transport: client, options: options)
             let progress = ProgressReporter(total: plan.fetches.count, enabled: !quiet && console.stderrIsTerminal && plan.fetches.count > 1)
-            if routing.route == .origin {
-                // Stream results (judge, print, record) instead of keeping them all. The CDN routes
-                // keep them: with the streaming window, libcurl 7.88 opened a second HTTP/2
-                // connection to the CDN in about half the runs (see the closing note).
-                let streaming = StreamingRun(
-                    plan: routed, fetcher: fetcher, loaded: loaded, region: region, json: json,
-                    console: console, store: recording?.store, progress: progress
-                )
-                let (summary, storeFailure) = await streaming.run()
-                await client.shutdown()
-                if let storeFailure {
-                    console.err("aasa-fetch: \(storeFailure.code): \(storeFailure.message)")
-                    throw ExitStatus.cannotRun
-                }
-                if summary.failed > 0 { throw ExitStatus.failure }
-                return
-            }
             let cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
             let run = await RoutedRun.fetch(plan, route: routing.route, origin: fetcher, cdn: cdn) { done, result in
                 progress.update(done: done, result: result)
@@ -99,6 +89,102 @@ extension AASAFetchCommand {
                 throw ExitStatus.cannotRun
             }
             if !report.succeeded { throw ExitStatus.failure }
+        }
+
+        /// Whether `--domains` runs go through the run spool: yes unless `AASA_FETCH_SPOOL=off`
+        /// (which keeps the whole list in memory, as runs over small inputs do; for comparisons).
+        static var spoolEnabled: Bool {
+            ProcessInfo.processInfo.environment["AASA_FETCH_SPOOL"]?.lowercased() != "off"
+        }
+
+        /// A `--domains` run on the origin route through a ``RunSpool``: the list is read line by
+        /// line into a temporary database, hosts are registered, fetched, judged and printed a page
+        /// at a time, and the entries section is read back from it; the spool is deleted at the end,
+        /// on failure and on SIGINT/SIGTERM.
+        private func runSpooled(console: Console) async throws {
+            let region = input.effectiveRegion
+            let spool: RunSpool
+            do {
+                spool = try RunSpool(prioritizer: DomainPrioritizer(region: region))
+            } catch {
+                console.err("aasa-fetch: \(error.code): \(error.message)")
+                throw ExitStatus.cannotRun
+            }
+            let signals = SpoolCleanup.install(spool)
+            defer {
+                signals.forEach { $0.cancel() }
+                spool.remove()
+            }
+            let settled: InputOptions.Settled
+            let source: SpoolSource
+            do {
+                settled = try input.loadSpooled(into: spool)
+                source = try SpoolSource(spool: spool)
+            } catch {
+                let failure = CommandFailure(spool: error)
+                console.err("aasa-fetch: \(failure.code): \(failure.message)")
+                throw ExitStatus.cannotRun
+            }
+            try await runStreaming(source: source, settled: settled, region: region, console: console) { store throws(CommandFailure) in
+                try await StoreSession.registerInChunks(spool: spool, appIDs: settled.appIDs, in: store, now: Date())
+            }
+        }
+
+        /// The origin route, streamed: opens the store and registers the run's hosts with
+        /// `register`, fetches, judges, prints and records each host, and sets the exit status.
+        private func runStreaming(
+            source: any RunSource, settled: InputOptions.Settled, region: String?, console: Console,
+            register: (any AssociationStore) async throws(CommandFailure) -> Void
+        ) async throws {
+            // The store: opened before any download, so an unusable one stops the run at once.
+            var recordIn: (any AssociationStore)?
+            if !noStore {
+                do {
+                    let opened = try await store.open(create: true)
+                    // The streaming run loads each batch's stored states when it records it.
+                    try await register(opened)
+                    recordIn = opened
+                } catch {
+                    console.err("aasa-fetch: \(error.code): \(error.message) (--no-store runs without it)")
+                    throw ExitStatus.cannotRun
+                }
+            }
+            let options = network.fetchOptions
+            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
+            let fetcher = AASAFetcher(transport: client, options: options)
+            let hosts = source.hostCount
+            let progress = ProgressReporter(total: hosts, enabled: !quiet && console.stderrIsTerminal && hosts > 1)
+            let streaming = StreamingRun(
+                source: source, fetcher: fetcher, settled: settled, region: region, json: json,
+                console: console, store: recordIn, progress: progress
+            )
+            let (summary, failure) = await streaming.run()
+            await client.shutdown()
+            if let failure {
+                console.err("aasa-fetch: \(failure.code): \(failure.message)")
+                throw ExitStatus.cannotRun
+            }
+            if let summary, summary.failed > 0 { throw ExitStatus.failure }
+        }
+    }
+}
+
+/// SIGINT and SIGTERM during a spooled run delete the spool before the process ends (as the
+/// signal would have ended it, exit 128 + signal). The folder is unlinked without waiting for the
+/// database (a write may be under way); the process ends at once.
+enum SpoolCleanup {
+    static func install(_ spool: RunSpool) -> [any DispatchSourceSignal] {
+        let directory = spool.directory
+        return [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                try? FileManager.default.removeItem(atPath: directory)
+                _exit(128 + number)
+            }
+            source.setCancelHandler { signal(number, SIG_DFL) }
+            source.resume()
+            return source
         }
     }
 }

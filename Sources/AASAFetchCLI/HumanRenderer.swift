@@ -77,7 +77,12 @@ struct RunRenderer {
 
     /// The column width for a list of hosts.
     static func width(for hosts: [String]) -> Int {
-        min(40, (hosts.map(\.count).max() ?? 10) + 2)
+        width(longest: hosts.map(\.count).max())
+    }
+
+    /// The column width when the longest host has `longest` characters (`nil`: no hosts).
+    static func width(longest: Int?) -> Int {
+        min(40, (longest ?? 10) + 2)
     }
 
     func begin(entries: Int, hosts: Int, appIDs: [String], findings: [Finding]) {
@@ -107,18 +112,29 @@ struct RunRenderer {
         }
     }
 
-    func finish(entries: [EntryVerdict], summary s: RunSummary) {
-        for verdict in entries where !verdict.entry.isFetchable {
-            console.out("\(renderer.mark(false)) \(renderer.pad(verdict.entry.raw ?? "(not a string)", hostWidth)) \(renderer.pad("---", 4)) \(verdict.code)")
-            renderer.renderFindings(verdict.findings)
+    func finish(entries: [EntryVerdict], summary: RunSummary) {
+        for verdict in entries where !verdict.entry.isFetchable { unfetchable(verdict) }
+        for verdict in entries where verdict.entry.isFetchable { ownFindings(verdict) }
+        finish(summary: summary)
+    }
+
+    /// An entry with nothing to fetch, with its findings (after every host, in entry order).
+    func unfetchable(_ verdict: EntryVerdict) {
+        console.out("\(renderer.mark(false)) \(renderer.pad(verdict.entry.raw ?? "(not a string)", hostWidth)) \(renderer.pad("---", 4)) \(verdict.code)")
+        renderer.renderFindings(verdict.findings)
+    }
+
+    /// A fetched entry's own (`entitlement-…`) findings, if any (after the unfetchable entries).
+    func ownFindings(_ verdict: EntryVerdict) {
+        let own = verdict.findings.filter { $0.code.hasPrefix("entitlement-") }
+        if !own.isEmpty {
+            console.out("  entry \(verdict.entry.raw ?? ""):")
+            renderer.renderFindings(own)
         }
-        for verdict in entries where verdict.entry.isFetchable {
-            let own = verdict.findings.filter { $0.code.hasPrefix("entitlement-") }
-            if !own.isEmpty {
-                console.out("  entry \(verdict.entry.raw ?? ""):")
-                renderer.renderFindings(own)
-            }
-        }
+    }
+
+    /// The warnings said once and the closing line.
+    func finish(summary s: RunSummary) {
         for (code, hosts) in foldedHosts.sorted(by: { $0.key < $1.key }) {
             let which = hosts.count == hostsSeen ? "every host"
                 : hosts.names.joined(separator: ", ") + (hosts.count > hosts.names.count ? " and \(hosts.count - hosts.names.count) more" : "")

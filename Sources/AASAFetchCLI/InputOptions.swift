@@ -61,6 +61,16 @@ struct InputOptions: ParsableArguments {
         var appIDs: [String]
         var appIDSource: AppIDSource
         var findings: [Finding]
+
+        /// Everything but the entries.
+        var settled: Settled { Settled(appIDs: appIDs, appIDSource: appIDSource, findings: findings) }
+    }
+
+    /// What a run needs from its inputs besides the entries (which a spooled run keeps on disk).
+    struct Settled {
+        var appIDs: [String]
+        var appIDSource: AppIDSource
+        var findings: [Finding]
     }
 
     /// ``load()`` for a command: an input that cannot be read is reported on standard error with its
@@ -76,30 +86,8 @@ struct InputOptions: ParsableArguments {
 
     /// Reads the entitlements and lists, parses every entry and settles the app IDs.
     func load() throws -> Loaded {
-        var strings: [String?] = []
-        var findings: [Finding] = []
-        var entitlements: EntitlementsFile?
-        if let entitlementsPath {
-            do {
-                let file = try EntitlementsFile.read(path: entitlementsPath)
-                entitlements = file
-                strings += file.associatedDomains
-                if file.associatedDomains.isEmpty {
-                    findings.append(.warning("entitlements-empty", "\(entitlementsPath) lists no associated domains"))
-                }
-            } catch {
-                throw CommandFailure(code: error.code, message: "\(entitlementsPath): \(error.message)")
-            }
-        }
-        var appDefinitions: [String: String] = [:]
-        if let appPath {
-            let app = try AppEntitlementsLoader.load(appPath)
-            entitlements = app.file
-            strings += app.file.associatedDomains
-            findings += app.findings
-            appDefinitions = app.definitions
-        }
-        strings += domains.map { Optional($0) }
+        let head = try readHead()
+        var strings = head.strings
         if let domainsFile {
             let text: String
             do {
@@ -108,22 +96,92 @@ struct InputOptions: ParsableArguments {
                 throw CommandFailure(code: "domains-unreadable", message: "cannot read \(domainsFile): \(error.localizedDescription)")
             }
             for line in text.split(whereSeparator: \.isNewline) {
-                let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-                let trimmed = content.trimmingCharacters(in: .whitespaces)
-                guard !trimmed.isEmpty else { continue }
-                strings.append(trimmed.contains(":") ? trimmed : "applinks:\(trimmed)")
+                if let entry = Self.entryString(fromLine: line) { strings.append(entry) }
             }
         }
-        let parser = EntryParser(definitions: definitionTable)
-        let entries = parser.parse(strings)
+        let entries = EntryParser(definitions: definitionTable).parse(strings)
+        let settled = settle(head)
+        return Loaded(entries: entries, appIDs: settled.appIDs, appIDSource: settled.appIDSource, findings: settled.findings)
+    }
 
+    /// ``load()`` into a run spool: the same entries in the same order, but the `--domains` file is
+    /// read line by line and every entry goes to `spool` as it is parsed, so nothing grows with the
+    /// length of the list. A file that cannot be read (or is not UTF-8) is `domains-unreadable`.
+    func loadSpooled(into spool: RunSpool) throws(CommandFailure) -> Settled {
+        let head = try readHead()
+        do {
+            try spool.append(definitions: definitionTable) { add in
+                for string in head.strings { try add(string) }
+                guard let domainsFile else { return }
+                var reader = try LineReader(path: domainsFile)
+                defer { reader.close() }
+                while let line = try reader.next() {
+                    if let entry = Self.entryString(fromLine: line) { try add(entry) }
+                }
+            }
+        } catch let error as LineReaderError {
+            throw CommandFailure(code: "domains-unreadable", message: "cannot read \(domainsFile ?? ""): \(error)")
+        } catch let error as SpoolError {
+            throw CommandFailure(code: error.code, message: error.message)
+        } catch {
+            throw CommandFailure(code: "spool-error", message: "\(error)")
+        }
+        return settle(head)
+    }
+
+    /// The entry a line of a `--domains` file holds: `#` starts a comment, blank lines hold none,
+    /// a bare host means `applinks:HOST`.
+    static func entryString(fromLine line: some StringProtocol) -> String? {
+        let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let trimmed = content.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { return nil }
+        return trimmed.contains(":") ? trimmed : "applinks:\(trimmed)"
+    }
+
+    /// The entries given before the `--domains` file (entitlements or app, then `--domain`) and
+    /// what the app IDs are settled from.
+    private struct Head {
+        var strings: [String?]
+        var entitlements: EntitlementsFile?
+        var appDefinitions: [String: String]
+        var findings: [Finding]
+    }
+
+    private func readHead() throws(CommandFailure) -> Head {
+        var head = Head(strings: [], entitlements: nil, appDefinitions: [:], findings: [])
+        if let entitlementsPath {
+            do {
+                let file = try EntitlementsFile.read(path: entitlementsPath)
+                head.entitlements = file
+                head.strings += file.associatedDomains
+                if file.associatedDomains.isEmpty {
+                    head.findings.append(.warning("entitlements-empty", "\(entitlementsPath) lists no associated domains"))
+                }
+            } catch {
+                throw CommandFailure(code: error.code, message: "\(entitlementsPath): \(error.message)")
+            }
+        }
+        if let appPath {
+            let app = try AppEntitlementsLoader.load(appPath)
+            head.entitlements = app.file
+            head.strings += app.file.associatedDomains
+            head.findings += app.findings
+            head.appDefinitions = app.definitions
+        }
+        head.strings += domains.map { Optional($0) }
+        return head
+    }
+
+    /// Settles the app IDs: `--app-id`, else the entitlements' `application-identifier`.
+    private func settle(_ head: Head) -> Settled {
+        var findings = head.findings
         var appIDs: [String] = []
         var source = AppIDSource.none
         if !self.appIDs.isEmpty {
             appIDs = self.appIDs
             source = .option
-        } else if let identifier = entitlements?.applicationIdentifier {
-            if let expanded = AppID.expand(identifier, definitions: appDefinitions.merging(definitionTable) { _, given in given }) {
+        } else if let identifier = head.entitlements?.applicationIdentifier {
+            if let expanded = AppID.expand(identifier, definitions: head.appDefinitions.merging(definitionTable) { _, given in given }) {
                 appIDs = [expanded]
                 source = appPath == nil ? .entitlements : .app
             } else {
@@ -141,6 +199,6 @@ struct InputOptions: ParsableArguments {
                 fix: "use the app ID from the developer portal, e.g. ABCDE12345.com.example.app"
             ))
         }
-        return Loaded(entries: entries, appIDs: appIDs, appIDSource: source, findings: findings)
+        return Settled(appIDs: appIDs, appIDSource: source, findings: findings)
     }
 }

@@ -111,6 +111,37 @@ enum StoreSession {
         }
     }
 
+    /// ``registerInChunks(plan:appIDs:in:now:chunk:)`` from a run spool: `chunk` hosts at a time
+    /// in start order, each with the entries that need it, so the list is never held whole.
+    static func registerInChunks(spool: RunSpool, appIDs: [String], in store: any AssociationStore, now: Date, chunk: Int = 1000) async throws(CommandFailure) {
+        var cursor = spool.hostCursor(pageSize: chunk)
+        while true {
+            var hosts: [HostRegistration] = []
+            var needs: [EntryNeed] = []
+            do {
+                let page = try cursor.nextPage()
+                if page.isEmpty { return }
+                for host in page {
+                    hosts.append(HostRegistration(key: HostKey(host: host.host, route: .origin), tier: host.tier))
+                    for verdict in try spool.verdicts(of: host.host) {
+                        let entry = verdict.entry
+                        guard let service = entry.service, let name = entry.normalized ?? entry.raw else { continue }
+                        for appID in appIDs.isEmpty ? [""] : appIDs {
+                            needs.append(EntryNeed(entry: name, service: service, host: host.host, route: .origin, appID: appID))
+                        }
+                    }
+                }
+            } catch {
+                throw CommandFailure(spool: error)
+            }
+            do {
+                _ = try await store.register(hosts: hosts, needs: needs, now: now)
+            } catch {
+                throw CommandFailure(storeCall: error)
+            }
+        }
+    }
+
     static func register(plan: FetchPlan, appIDs: [String], in store: any AssociationStore, now: Date) async throws(CommandFailure) -> [HostKey: HostState] {
         let (hosts, needs) = registrations(plan: plan, appIDs: appIDs)
         do {

@@ -3,11 +3,12 @@ import Foundation
 
 /// The origin-route fetch run without holding results: each host is judged, printed (human or
 /// JSON) and recorded in the store (in batches) as soon as it and every host planned before it are
-/// done, so memory does not grow with the number of hosts beyond the plan's entries.
+/// done. With a ``PlanSource`` the entries and plan are in memory; with a ``SpoolSource`` (a
+/// `--domains` list) they stay in the run spool, so memory does not grow with the number of hosts.
 struct StreamingRun {
-    let plan: FetchPlan
+    let source: any RunSource
     let fetcher: AASAFetcher
-    let loaded: InputOptions.Loaded
+    let settled: InputOptions.Settled
     let region: String?
     let json: Bool
     let console: Console
@@ -18,22 +19,24 @@ struct StreamingRun {
     /// Results recorded per store transaction.
     static let recordBatch = 256
 
-    /// Runs the plan; returns the summary and the first store failure, if any.
-    func run() async -> (summary: RunSummary, storeFailure: CommandFailure?) {
-        var verdicts = plan.entries.map(EntryVerdict.init(parsed:))
+    /// Runs the plan; returns the summary (`nil` when the spool failed) and the first store or
+    /// spool failure, if any.
+    func run() async -> (summary: RunSummary?, failure: CommandFailure?) {
+        let appIDs = settled.appIDs
         var waiting: [Int: HostFetchResult] = [:]
         var next = 0
         var done = 0
         var domainWarnings = 0
         var pending: [HostFetchResult] = []
         var storeFailure: CommandFailure?
-        var human = RunRenderer(console: console, hostWidth: RunRenderer.width(for: plan.fetches.map(\.host)))
+        var spoolFailure: CommandFailure?
+        var human = RunRenderer(console: console, hostWidth: RunRenderer.width(longest: source.longestHost))
         var writer = JSONStreamWriter(console: console)
 
         if json {
-            writer.begin(appIDSource: loaded.appIDSource, appIDs: loaded.appIDs)
+            writer.begin(appIDSource: settled.appIDSource, appIDs: appIDs)
         } else {
-            human.begin(entries: plan.entries.count, hosts: plan.fetches.count, appIDs: loaded.appIDs, findings: loaded.findings)
+            human.begin(entries: source.entryCount, hosts: source.hostCount, appIDs: appIDs, findings: settled.findings)
         }
         func flush() async {
             guard let store, !pending.isEmpty else { return }
@@ -49,35 +52,174 @@ struct StreamingRun {
             pending.removeAll(keepingCapacity: true)
         }
 
-        await fetcher.fetchEach(plan.fetches) { result in
-            done += 1
-            progress.update(done: done, result: result)
-            waiting[result.startOrder] = result
-            // Print in start order: a host waits only for hosts planned before it.
-            while let ready = waiting.removeValue(forKey: next) {
-                let domain = AssociationJudge.judgeHost(plan.fetches[next], result: ready, verdicts: &verdicts, appIDs: loaded.appIDs)
-                domainWarnings += domain.warningCount
-                if json { writer.domain(domain) } else { human.domain(domain) }
-                if store != nil {
-                    // The store keeps the body; this run does not.
-                    pending.append(ready)
-                    if pending.count >= Self.recordBatch { await flush() }
+        do {
+            try await source.fetchEach(with: fetcher) { result in
+                done += 1
+                progress.update(done: done, result: result)
+                waiting[result.startOrder] = result
+                // Print in start order: a host waits only for hosts planned before it.
+                while let ready = waiting.removeValue(forKey: next) {
+                    next += 1
+                    guard spoolFailure == nil else { continue }
+                    let domain: DomainReport
+                    do {
+                        domain = try source.judge(ready, appIDs: appIDs)
+                    } catch {
+                        spoolFailure = CommandFailure(spool: error)
+                        continue
+                    }
+                    domainWarnings += domain.warningCount
+                    if json { writer.domain(domain) } else { human.domain(domain) }
+                    if store != nil {
+                        // The store keeps the body; this run does not.
+                        pending.append(ready)
+                        if pending.count >= Self.recordBatch { await flush() }
+                    }
                 }
-                next += 1
             }
+        } catch {
+            if spoolFailure == nil { spoolFailure = CommandFailure(spool: error) }
         }
         await flush()
         progress.finish()
+        if let spoolFailure { return (nil, spoolFailure) }
 
-        let summary = AssociationJudge.summary(
-            verdicts: verdicts, domains: plan.fetches.count, domainWarnings: domainWarnings, runFindings: loaded.findings
-        )
-        if json {
-            writer.finish(entries: verdicts, findings: loaded.findings, region: region, summary: summary)
-        } else {
-            human.finish(entries: verdicts, summary: summary)
+        do {
+            let summary = AssociationJudge.summary(
+                counts: try source.counts(), domains: source.hostCount, domainWarnings: domainWarnings, runFindings: settled.findings
+            )
+            if json {
+                try writer.finish(entryCount: summary.entries, entries: { body in try source.forEachVerdict(.all, body) },
+                                  findings: settled.findings, region: region, summary: summary)
+            } else {
+                try source.forEachVerdict(.unfetchable) { human.unfetchable($0) }
+                try source.forEachVerdict(.fetchableWithOwnFindings) { human.ownFindings($0) }
+                human.finish(summary: summary)
+            }
+            return (summary, storeFailure)
+        } catch {
+            return (nil, CommandFailure(spool: error))
         }
-        return (summary, storeFailure)
+    }
+}
+
+/// Where a ``StreamingRun``'s entries and hosts come from, and where its verdicts are kept.
+protocol RunSource: AnyObject {
+    /// The number of entries.
+    var entryCount: Int { get }
+    /// The number of distinct hosts.
+    var hostCount: Int { get }
+    /// The longest host's length (`nil` without hosts), for the human table's column.
+    var longestHost: Int? { get }
+    /// Fetches every host in start order with at most the fetcher's concurrency in flight, handing
+    /// each result over as it finishes (``HostFetchResult/startOrder`` is its position).
+    func fetchEach(with fetcher: AASAFetcher, handle: (HostFetchResult) async -> Void) async throws
+    /// Judges a result (called in start order) and updates the verdicts of its entries.
+    func judge(_ result: HostFetchResult, appIDs: [String]) throws -> DomainReport
+    /// Calls `body` with the selected verdicts in entry order.
+    func forEachVerdict(_ selection: VerdictSelection, _ body: (EntryVerdict) throws -> Void) throws
+    /// Counts over every verdict.
+    func counts() throws -> EntryCounts
+}
+
+/// A run's entries, plan and verdicts in memory (entitlements, `--app`, `--domain`: small inputs).
+final class PlanSource: RunSource {
+    let plan: FetchPlan
+    private var verdicts: [EntryVerdict]
+
+    init(plan: FetchPlan) {
+        self.plan = plan
+        verdicts = plan.entries.map(EntryVerdict.init(parsed:))
+    }
+
+    var entryCount: Int { plan.entries.count }
+    var hostCount: Int { plan.fetches.count }
+    var longestHost: Int? { plan.fetches.map(\.host.count).max() }
+
+    func fetchEach(with fetcher: AASAFetcher, handle: (HostFetchResult) async -> Void) async {
+        await fetcher.fetchEach(plan.fetches, handle: handle)
+    }
+
+    func judge(_ result: HostFetchResult, appIDs: [String]) -> DomainReport {
+        AssociationJudge.judgeHost(plan.fetches[result.startOrder], result: result, verdicts: &verdicts, appIDs: appIDs)
+    }
+
+    func forEachVerdict(_ selection: VerdictSelection, _ body: (EntryVerdict) throws -> Void) throws {
+        for verdict in verdicts {
+            switch selection {
+            case .all: try body(verdict)
+            case .unfetchable where !verdict.entry.isFetchable: try body(verdict)
+            case .fetchableWithOwnFindings where verdict.entry.isFetchable && verdict.findings.contains { $0.code.hasPrefix("entitlement-") }:
+                try body(verdict)
+            default: break
+            }
+        }
+    }
+
+    func counts() -> EntryCounts { EntryCounts(verdicts) }
+}
+
+/// A run's entries, hosts and verdicts in a ``RunSpool`` (`--domains` lists of any length): hosts
+/// are read a page at a time as the window admits them, and each host's entries are loaded,
+/// judged and written back when its result comes.
+final class SpoolSource: RunSource {
+    let spool: RunSpool
+    let entryCount: Int
+    let hostCount: Int
+    let longestHost: Int?
+    /// Hosts read per query.
+    static let pageSize = 1000
+    /// The tiers of hosts admitted and not yet judged, by start position (bounded by the window
+    /// and the results waiting for an earlier host).
+    private var tiers: [Int: Int] = [:]
+
+    init(spool: RunSpool) throws(SpoolError) {
+        self.spool = spool
+        (entryCount, hostCount, longestHost) = try spool.sizes()
+    }
+
+    func fetchEach(with fetcher: AASAFetcher, handle: (HostFetchResult) async -> Void) async throws {
+        var cursor = spool.hostCursor(pageSize: Self.pageSize)
+        var position = 0
+        var failure: (any Error)?
+        await fetcher.fetchEach(next: { () -> String? in
+            do {
+                guard let host = try cursor.next() else { return nil }
+                tiers[position] = host.tier
+                position += 1
+                return host.host
+            } catch {
+                failure = error
+                return nil
+            }
+        }, handle: handle)
+        if let failure { throw failure }
+    }
+
+    func judge(_ result: HostFetchResult, appIDs: [String]) throws -> DomainReport {
+        guard let tier = tiers.removeValue(forKey: result.startOrder) else {
+            throw SpoolError("no host admitted at position \(result.startOrder)")
+        }
+        return try spool.judge(result, tier: tier, appIDs: appIDs)
+    }
+
+    func forEachVerdict(_ selection: VerdictSelection, _ body: (EntryVerdict) throws -> Void) throws {
+        try spool.forEachVerdict(selection, body)
+    }
+
+    func counts() throws -> EntryCounts { try spool.counts() }
+}
+
+extension CommandFailure {
+    /// A spool failure (or any error of a spooled run) as a command failure (exit 2).
+    init(spool error: any Error) {
+        if let error = error as? SpoolError {
+            self.init(code: error.code, message: error.message)
+        } else if let error = error as? CommandFailure {
+            self = error
+        } else {
+            self.init(code: "spool-error", message: "\(error)")
+        }
     }
 }
 
@@ -109,15 +251,22 @@ struct JSONStreamWriter {
         FileHandle.standardOutput.write(Data((prefix + "    " + encoded(domain, indent: "    ")).utf8))
     }
 
-    func finish(entries: [EntryVerdict], findings: [Finding], region: String?, summary: RunSummary) {
+    /// Ends the document: the `entries` array (`entryCount` verdicts, handed over one at a time by
+    /// `entries`), the run's findings, region and summary.
+    func finish(
+        entryCount: Int, entries: (_ body: (EntryVerdict) throws -> Void) throws -> Void,
+        findings: [Finding], region: String?, summary: RunSummary
+    ) throws {
         console.out(domains == 0 ? "  ]," : "\n  ],")
         // One entry at a time: encoding the whole array at once would hold its text N times over.
-        if entries.isEmpty {
+        if entryCount == 0 {
             console.out("  \"entries\" : [],")
         } else {
             console.out("  \"entries\" : [")
-            for (index, entry) in entries.enumerated() {
-                console.out("    " + encoded(entry, indent: "    ") + (index == entries.count - 1 ? "" : ","))
+            var written = 0
+            try entries { entry in
+                written += 1
+                console.out("    " + encoded(entry, indent: "    ") + (written == entryCount ? "" : ","))
             }
             console.out("  ],")
         }

@@ -32,8 +32,10 @@ enum ToolRunner {
 
     /// Runs the tool. Unless `cache` (a store folder) is given, it gets a fresh throwaway store
     /// (`AASA_FETCH_CACHE`), so runs never share state nor touch the repository's `cache/`.
-    static func run(_ arguments: [String], cache: String? = nil, timeout: Duration = .seconds(60)) throws -> Result {
-        var environment = ["NO_COLOR": "1"]
+    /// `environment` adds variables (`TMPDIR`, `AASA_FETCH_SPOOL`).
+    static func run(_ arguments: [String], cache: String? = nil, environment extra: [String: String] = [:],
+                    timeout: Duration = .seconds(60)) throws -> Result {
+        var environment = ["NO_COLOR": "1"].merging(extra) { _, given in given }
         var scratch: URL?
         if let cache {
             environment["AASA_FETCH_CACHE"] = cache

@@ -84,17 +84,22 @@ public struct EntryParser: Sendable {
         for position in entries.indices {
             guard let key = entries[position].normalized else { continue }
             if let first = seen[key] {
-                entries[position].findings.append(.warning(
-                    "entitlement-duplicate",
-                    "'\(key)' is already listed at position \(first)",
-                    location: "entry \(position)",
-                    fix: "remove the repeated entry"
-                ))
+                entries[position].findings.append(Self.duplicateFinding(key: key, first: first, position: position))
             } else {
                 seen[key] = position
             }
         }
         return entries
+    }
+
+    /// The warning on an entry whose normalized form `key` was listed first at position `first`.
+    public static func duplicateFinding(key: String, first: Int, position: Int) -> Finding {
+        .warning(
+            "entitlement-duplicate",
+            "'\(key)' is already listed at position \(first)",
+            location: "entry \(position)",
+            fix: "remove the repeated entry"
+        )
     }
 
     /// Parses one entitlement string.

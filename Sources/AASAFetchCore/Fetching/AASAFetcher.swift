@@ -59,6 +59,21 @@ public struct AASAFetcher: Sendable {
         }, handle: handle)
     }
 
+    /// Fetches hosts pulled one at a time from `next` (in start order, as slots free up; `nil` ends
+    /// the input) like ``fetchEach(_:conditions:handle:)``: a run over a list of any length reads
+    /// its hosts a page at a time and never holds the whole plan. A result's
+    /// ``HostFetchResult/startOrder`` is the position in which `next` gave its host.
+    public func fetchEach(next: () -> String?, handle: (HostFetchResult) async -> Void) async {
+        var position = 0
+        await SlidingWindow.run(next: { () -> (host: String, position: Int)? in
+            guard let host = next() else { return nil }
+            defer { position += 1 }
+            return (host, position)
+        }, limit: options.concurrency, work: { item in
+            await self.fetch(host: item.host, startOrder: item.position)
+        }, handle: handle)
+    }
+
     /// Fetches one host's file from the origin: `.well-known`, then the legacy root path on 404.
     ///
     /// With `conditional`, the requests carry its validators and a 304 answer is judged on its

@@ -226,16 +226,19 @@ public enum AssociationJudge {
     /// The counts of a run. Warnings are counted once: the entries' own (entitlement) warnings, the
     /// hosts' warnings (which already carry the association warnings of their entries) and the run's.
     public static func summary(verdicts: [EntryVerdict], domains: Int, domainWarnings: Int, runFindings: [Finding]) -> RunSummary {
-        let entryWarnings = verdicts.reduce(0) {
-            $0 + $1.findings.filter { $0.severity == .warning && $0.code.hasPrefix("entitlement-") }.count
-        }
-        return RunSummary(
-            entries: verdicts.count,
+        summary(counts: EntryCounts(verdicts), domains: domains, domainWarnings: domainWarnings, runFindings: runFindings)
+    }
+
+    /// ``summary(verdicts:domains:domainWarnings:runFindings:)`` from counts kept elsewhere (a
+    /// ``RunSpool`` counts its verdicts in SQL).
+    public static func summary(counts: EntryCounts, domains: Int, domainWarnings: Int, runFindings: [Finding]) -> RunSummary {
+        RunSummary(
+            entries: counts.entries,
             domains: domains,
-            associated: verdicts.filter { $0.associated == true }.count,
-            failed: verdicts.filter { $0.associated == false }.count,
-            unjudged: verdicts.filter { $0.associated == nil }.count,
-            warnings: entryWarnings + domainWarnings + runFindings.filter { $0.severity == .warning }.count
+            associated: counts.associated,
+            failed: counts.failed,
+            unjudged: counts.unjudged,
+            warnings: counts.entitlementWarnings + domainWarnings + runFindings.filter { $0.severity == .warning }.count
         )
     }
 

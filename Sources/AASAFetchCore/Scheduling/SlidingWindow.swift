@@ -9,16 +9,36 @@ public enum SlidingWindow {
         work: @escaping @Sendable (Int) async -> Result,
         handle: (Result) async -> Void
     ) async {
+        var position = 0
+        await run(next: { () -> Int? in
+            guard position < count else { return nil }
+            defer { position += 1 }
+            return position
+        }, limit: limit, work: work, handle: handle)
+    }
+
+    /// Runs the window over items pulled one at a time from `next` (in admission order, as slots
+    /// free up; `nil` ends the input), so the input need not be held whole: a paged cursor keeps
+    /// the window full across its pages.
+    public static func run<Item: Sendable, Result: Sendable>(
+        next: () -> Item?,
+        limit: Int,
+        work: @escaping @Sendable (Item) async -> Result,
+        handle: (Result) async -> Void
+    ) async {
         await withTaskGroup(of: Result.self) { group in
-            var next = 0
+            var exhausted = false
             func admit() {
-                let position = next
-                group.addTask { await work(position) }
-                next += 1
+                guard !exhausted else { return }
+                guard let item = next() else {
+                    exhausted = true
+                    return
+                }
+                group.addTask { await work(item) }
             }
-            while next < count, next < max(1, limit) { admit() }
+            for _ in 0..<max(1, limit) { admit() }
             for await result in group {
-                if next < count { admit() }
+                admit()
                 await handle(result)
             }
         }

@@ -1,0 +1,393 @@
+import Foundation
+import GRDB
+
+/// A failure of the run spool (the temporary database of a large run): exit 2, code `spool-error`.
+public struct SpoolError: Error, Sendable, CustomStringConvertible {
+    /// Always `spool-error`.
+    public var code: String { "spool-error" }
+    /// What happened.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
+
+/// Counts over a run's entry verdicts, for ``AssociationJudge/summary(counts:domains:domainWarnings:runFindings:)``.
+public struct EntryCounts: Sendable, Hashable {
+    /// Entries.
+    public var entries = 0
+    /// Entries that associate.
+    public var associated = 0
+    /// Entries that fail.
+    public var failed = 0
+    /// Entries not judged (no app ID).
+    public var unjudged = 0
+    /// The entries' own warnings (`entitlement-…` codes).
+    public var entitlementWarnings = 0
+
+    /// Creates counts.
+    public init(entries: Int = 0, associated: Int = 0, failed: Int = 0, unjudged: Int = 0, entitlementWarnings: Int = 0) {
+        self.entries = entries
+        self.associated = associated
+        self.failed = failed
+        self.unjudged = unjudged
+        self.entitlementWarnings = entitlementWarnings
+    }
+
+    /// Counts a list of verdicts.
+    public init(_ verdicts: some Sequence<EntryVerdict>) {
+        for verdict in verdicts { add(verdict) }
+    }
+
+    /// Adds one verdict.
+    public mutating func add(_ verdict: EntryVerdict) {
+        entries += 1
+        switch verdict.associated {
+        case true?: associated += 1
+        case false?: failed += 1
+        case nil: unjudged += 1
+        }
+        entitlementWarnings += RunSpool.entitlementWarnings(verdict.findings)
+    }
+}
+
+/// Which verdicts ``RunSpool/forEachVerdict(_:_:)`` visits, always in entry order.
+public enum VerdictSelection: Sendable {
+    /// Every entry.
+    case all
+    /// Entries that name no host to fetch.
+    case unfetchable
+    /// Fetchable entries that carry `entitlement-…` findings.
+    case fetchableWithOwnFindings
+}
+
+/// The entries and hosts of a run kept in a temporary SQLite database instead of memory, so a run
+/// over a list of any length (`--domains` with 100,000 hosts) holds only a window of it.
+///
+/// Pass 1 (``append(definitions:_:)``) parses each entry as it is read with the rules of
+/// ``EntryParser/parse(_:)`` (duplicates found through an index, not a dictionary) and keeps every
+/// distinct host once with its priority tier and first appearance. ``hostCursor(pageSize:)`` gives
+/// the hosts in start order (tier, then first appearance: ``FetchPlan``'s order) a page at a time;
+/// ``judge(_:appIDs:)`` judges one result against its entries and writes their verdicts back;
+/// ``forEachVerdict(_:_:)`` and ``counts()`` read the verdicts at the end.
+///
+/// The database lives in its own folder under `parent` (the system's temporary folder, `TMPDIR`),
+/// without a journal (it is thrown away, never recovered); ``remove()`` deletes the folder.
+public final class RunSpool: Sendable {
+    /// The spool's folder.
+    public let directory: String
+    /// The database file.
+    public var path: String { (directory as NSString).appendingPathComponent("spool.sqlite") }
+    /// The priorities of the run.
+    public let prioritizer: DomainPrioritizer
+    private let queue: DatabaseQueue
+
+    /// Creates a spool in a new folder under `parent` (default: the system's temporary folder).
+    public init(parent: String? = nil, prioritizer: DomainPrioritizer) throws(SpoolError) {
+        let base = parent ?? FileManager.default.temporaryDirectory.path
+        directory = (base as NSString).appendingPathComponent("aasa-fetch-spool-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))")
+        self.prioritizer = prioritizer
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw SpoolError("cannot create the run spool in \(base): \(error.localizedDescription) (set TMPDIR to a writable folder)")
+        }
+        var configuration = Configuration()
+        configuration.label = "aasa-fetch.spool"
+        configuration.prepareDatabase { db in
+            // Throwaway data: no journal, no syncing; a bounded page cache (SQLite's default, 2 MiB).
+            try db.execute(sql: "PRAGMA journal_mode = OFF")
+            try db.execute(sql: "PRAGMA synchronous = OFF")
+            try db.execute(sql: "PRAGMA temp_store = FILE")
+        }
+        do {
+            queue = try DatabaseQueue(path: (directory as NSString).appendingPathComponent("spool.sqlite"), configuration: configuration)
+            try queue.inDatabase { db in
+                try db.execute(sql: """
+                    CREATE TABLE entries (
+                        position INTEGER PRIMARY KEY,
+                        raw TEXT,
+                        service TEXT,
+                        domain TEXT,
+                        host TEXT,
+                        wildcard INTEGER NOT NULL,
+                        mode TEXT,
+                        entry_findings BLOB,
+                        associated INTEGER,
+                        code TEXT NOT NULL,
+                        findings BLOB,
+                        own_findings INTEGER NOT NULL,
+                        entitlement_warnings INTEGER NOT NULL
+                    );
+                    CREATE INDEX entries_host ON entries(host, position) WHERE host IS NOT NULL;
+                    CREATE TABLE hosts (host TEXT PRIMARY KEY, tier INTEGER NOT NULL, ordinal INTEGER NOT NULL) WITHOUT ROWID;
+                    CREATE INDEX hosts_order ON hosts(tier, ordinal);
+                    CREATE TABLE seen (normalized TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
+                    """)
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw SpoolError("cannot create the run spool \(directory): \(error)")
+        }
+    }
+
+    /// Deletes the spool's folder. The spool must not be used afterwards.
+    public func remove() {
+        try? queue.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    // MARK: - Pass 1: entries
+
+    /// Parses entries as `produce` hands them over (in entry order, after those already added) and
+    /// keeps them and their hosts, in one transaction. Errors thrown by `produce` pass through.
+    public func append(definitions: [String: String], _ produce: (_ add: (String?) throws -> Void) throws -> Void) throws {
+        let parser = EntryParser(definitions: definitions)
+        let encoder = JSONEncoder()
+        let prioritizer = prioritizer
+        do {
+            try queue.inDatabase { db in
+                try db.inTransaction {
+                    var position = try Int.fetchOne(db, sql: "SELECT count(*) FROM entries") ?? 0
+                    let insertEntry = try db.makeStatement(sql: """
+                        INSERT INTO entries (position, raw, service, domain, host, wildcard, mode, entry_findings,
+                                             associated, code, findings, own_findings, entitlement_warnings)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """)
+                    let insertHost = try db.makeStatement(sql: "INSERT OR IGNORE INTO hosts (host, tier, ordinal) VALUES (?, ?, ?)")
+                    let insertSeen = try db.makeStatement(sql: "INSERT OR IGNORE INTO seen (normalized, position) VALUES (?, ?)")
+                    let firstSeen = try db.makeStatement(sql: "SELECT position FROM seen WHERE normalized = ?")
+                    try produce { string in
+                        var entry = parser.parse(string, index: position)
+                        if let key = entry.normalized {
+                            // EntryParser.parse(_:)'s duplicate rule, through the index.
+                            try insertSeen.execute(arguments: [key, position])
+                            if db.changesCount == 0, let first = try Int.fetchOne(firstSeen, arguments: [key]) {
+                                entry.findings.append(EntryParser.duplicateFinding(key: key, first: first, position: position))
+                            }
+                        }
+                        let verdict = EntryVerdict(parsed: entry)
+                        let findings = try Self.encode(entry.findings, encoder)
+                        try insertEntry.execute(arguments: [
+                            position, entry.raw, entry.service?.name, entry.domain, entry.host, entry.isWildcard,
+                            entry.mode?.rawValue, findings, verdict.associated, verdict.code, findings,
+                            Self.ownFindings(verdict.findings), Self.entitlementWarnings(verdict.findings),
+                        ])
+                        if let host = entry.host {
+                            try insertHost.execute(arguments: [host, prioritizer.tier(of: host), position])
+                        }
+                        position += 1
+                    }
+                    return .commit
+                }
+            }
+        } catch let error as DatabaseError {
+            throw SpoolError("\(path): \(error.message ?? "\(error)")")
+        }
+    }
+
+    /// How many entries and hosts the spool holds, and the longest host's length.
+    public func sizes() throws(SpoolError) -> (entries: Int, hosts: Int, longestHost: Int?) {
+        try access { db in
+            let entries = try Int.fetchOne(db, sql: "SELECT count(*) FROM entries") ?? 0
+            let hosts = try Int.fetchOne(db, sql: "SELECT count(*) FROM hosts") ?? 0
+            let longest = try Int.fetchOne(db, sql: "SELECT max(length(host)) FROM hosts")
+            return (entries, hosts, longest)
+        }
+    }
+
+    // MARK: - Pass 2: hosts in start order, judged one by one
+
+    /// A host to fetch, in start order.
+    public struct SpooledHost: Sendable, Hashable {
+        /// The ASCII host.
+        public var host: String
+        /// Its priority tier.
+        public var tier: Int
+        /// First appearance (the position of the first entry that needs it).
+        public var ordinal: Int
+    }
+
+    /// Reads the hosts in start order (tier, then first appearance) a page at a time.
+    public struct HostCursor {
+        let spool: RunSpool
+        let pageSize: Int
+        private var page: [SpooledHost] = []
+        private var index = 0
+        private var last: (tier: Int, ordinal: Int)?
+        private var exhausted = false
+
+        init(spool: RunSpool, pageSize: Int) {
+            self.spool = spool
+            self.pageSize = max(1, pageSize)
+        }
+
+        /// The next host, or `nil` after the last.
+        public mutating func next() throws(SpoolError) -> SpooledHost? {
+            if index == page.count {
+                guard !exhausted else { return nil }
+                page = try spool.hostPage(after: last, limit: pageSize)
+                index = 0
+                if page.count < pageSize { exhausted = true }
+                guard let tail = page.last else { return nil }
+                last = (tail.tier, tail.ordinal)
+            }
+            defer { index += 1 }
+            return page[index]
+        }
+
+        /// The next page of hosts (up to the page size), empty after the last.
+        public mutating func nextPage() throws(SpoolError) -> [SpooledHost] {
+            var hosts: [SpooledHost] = []
+            while hosts.count < pageSize, let host = try next() { hosts.append(host) }
+            return hosts
+        }
+    }
+
+    /// A cursor over the hosts in start order, reading `pageSize` hosts per query.
+    public func hostCursor(pageSize: Int = 1000) -> HostCursor {
+        HostCursor(spool: self, pageSize: pageSize)
+    }
+
+    fileprivate func hostPage(after last: (tier: Int, ordinal: Int)?, limit: Int) throws(SpoolError) -> [SpooledHost] {
+        try access { db in
+            let rows: [Row]
+            if let last {
+                rows = try Row.fetchAll(db, sql: """
+                    SELECT host, tier, ordinal FROM hosts WHERE (tier, ordinal) > (?, ?) ORDER BY tier, ordinal LIMIT ?
+                    """, arguments: [last.tier, last.ordinal, limit])
+            } else {
+                rows = try Row.fetchAll(db, sql: "SELECT host, tier, ordinal FROM hosts ORDER BY tier, ordinal LIMIT ?", arguments: [limit])
+            }
+            return rows.map { SpooledHost(host: $0["host"], tier: $0["tier"], ordinal: $0["ordinal"]) }
+        }
+    }
+
+    /// The entries a host serves, with their current verdicts, in entry order.
+    public func verdicts(of host: String) throws(SpoolError) -> [EntryVerdict] {
+        try access { db in
+            let decoder = JSONDecoder()
+            return try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM entries WHERE host = ? ORDER BY position"), arguments: [host])
+                .map { try Self.verdict($0, decoder) }
+        }
+    }
+
+    /// Judges one download (``AssociationJudge/judgeHost(_:result:verdicts:appIDs:)``) against the
+    /// entries its host serves and writes their verdicts back; returns the host's record.
+    public func judge(_ result: HostFetchResult, tier: Int, appIDs: [String]) throws(SpoolError) -> DomainReport {
+        // No transaction: one host's few rows, in a database without a journal.
+        try access { db in
+            let decoder = JSONDecoder()
+            let encoder = JSONEncoder()
+            var verdicts = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM entries WHERE host = ? ORDER BY position"), arguments: [result.host]
+            ).map { try Self.verdict($0, decoder) }
+            let planned = PlannedFetch(host: result.host, route: result.route, tier: tier, entryIndexes: Array(verdicts.indices))
+            let domain = AssociationJudge.judgeHost(planned, result: result, verdicts: &verdicts, appIDs: appIDs)
+            let update = try db.cachedStatement(sql: """
+                UPDATE entries SET associated = ?, code = ?, findings = ?, own_findings = ?, entitlement_warnings = ?
+                WHERE position = ?
+                """)
+            for verdict in verdicts {
+                try update.execute(arguments: [
+                    verdict.associated, verdict.code, try Self.encode(verdict.findings, encoder),
+                    Self.ownFindings(verdict.findings), Self.entitlementWarnings(verdict.findings), verdict.entry.index,
+                ])
+            }
+            return domain
+        }
+    }
+
+    // MARK: - Pass 3: verdicts in entry order
+
+    /// Calls `body` with each selected verdict, in entry order, reading them one at a time.
+    public func forEachVerdict(_ selection: VerdictSelection, _ body: (EntryVerdict) throws -> Void) throws {
+        let condition = switch selection {
+        case .all: ""
+        case .unfetchable: "WHERE host IS NULL"
+        case .fetchableWithOwnFindings: "WHERE host IS NOT NULL AND own_findings > 0"
+        }
+        do {
+            try queue.inDatabase { db in
+                let decoder = JSONDecoder()
+                let rows = try Row.fetchCursor(db, sql: "SELECT * FROM entries \(condition) ORDER BY position")
+                while let row = try rows.next() {
+                    try body(try Self.verdict(row, decoder))
+                }
+            }
+        } catch let error as DatabaseError {
+            throw SpoolError("\(path): \(error.message ?? "\(error)")")
+        }
+    }
+
+    /// The counts over every verdict.
+    public func counts() throws(SpoolError) -> EntryCounts {
+        try access { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT count(*) AS entries,
+                       coalesce(sum(associated = 1), 0) AS associated,
+                       coalesce(sum(associated = 0), 0) AS failed,
+                       coalesce(sum(associated IS NULL), 0) AS unjudged,
+                       coalesce(sum(entitlement_warnings), 0) AS warnings
+                FROM entries
+                """)
+            guard let row else { return EntryCounts() }
+            return EntryCounts(entries: row["entries"], associated: row["associated"], failed: row["failed"],
+                               unjudged: row["unjudged"], entitlementWarnings: row["warnings"])
+        }
+    }
+
+    // MARK: - Rows
+
+    /// The entry's own findings (`entitlement-…` codes, any severity): what human output lists under the entry.
+    static func ownFindings(_ findings: [Finding]) -> Int {
+        findings.filter { $0.code.hasPrefix("entitlement-") }.count
+    }
+
+    /// The entry's own warnings, as ``AssociationJudge/summary(verdicts:domains:domainWarnings:runFindings:)`` counts them.
+    static func entitlementWarnings(_ findings: [Finding]) -> Int {
+        findings.filter { $0.severity == .warning && $0.code.hasPrefix("entitlement-") }.count
+    }
+
+    private static func encode(_ findings: [Finding], _ encoder: JSONEncoder) throws -> Data? {
+        findings.isEmpty ? nil : try encoder.encode(findings)
+    }
+
+    private static func decodeFindings(_ data: Data?, _ decoder: JSONDecoder) throws -> [Finding] {
+        guard let data else { return [] }
+        return try decoder.decode([Finding].self, from: data)
+    }
+
+    private static func verdict(_ row: Row, _ decoder: JSONDecoder) throws -> EntryVerdict {
+        let entry = AssociatedDomainEntry(
+            index: row["position"],
+            raw: row["raw"],
+            service: (row["service"] as String?).map(Service.init(name:)),
+            domain: row["domain"],
+            host: row["host"],
+            isWildcard: row["wildcard"],
+            mode: (row["mode"] as String?).flatMap(AlternateMode.init(rawValue:)),
+            findings: try decodeFindings(row["entry_findings"], decoder)
+        )
+        return EntryVerdict(entry: entry, associated: row["associated"], code: row["code"],
+                            findings: try decodeFindings(row["findings"], decoder))
+    }
+
+    /// Runs `body` on the database, mapping its errors to ``SpoolError``.
+    private func access<T>(_ body: (Database) throws -> T) throws(SpoolError) -> T {
+        do {
+            return try queue.inDatabase(body)
+        } catch let error as SpoolError {
+            throw error
+        } catch let error as DatabaseError {
+            throw SpoolError("\(path): \(error.message ?? "\(error)")")
+        } catch {
+            throw SpoolError("\(path): \(error)")
+        }
+    }
+}

@@ -1,0 +1,207 @@
+import AASAFetchCore
+import AASAFetchTestSupport
+import Foundation
+import Testing
+
+/// `--domains FILE` runs go through the run spool (a temporary SQLite database) instead of memory:
+/// their JSON and human output must be byte for byte those of the in-memory path
+/// (`AASA_FETCH_SPOOL=off`, or the same entries as `--domain` arguments), and the spool must be
+/// gone after every run, failed or interrupted.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct SpooledListTests {
+    static let appID = FetchIntegrationTests.appID
+
+    /// A list with comments, blank lines, CRLF and a last line without a newline; duplicate hosts,
+    /// a wildcard fetched from its parent, webcredentials for a host also listed for applinks,
+    /// malformed entries and hosts of three tiers (with --region DE: .com/.org/.net, .de, the rest).
+    static let list = [
+        "# a crawl list", "good.example.com", "other.example.com   # lists another app", "",
+        "  applinks:*.example.net", "webcredentials:good.example.com\r", "good.example.com", "applinks:bad/path",
+        "shop.example.de", "example.fr\r", "\r", "legacy.example.org", "redirect.example.com # not followed",
+        "applinks:bücher.example", "applinks:good.example.com?mode=developer", "applinks:$(DOMAIN)", "applinks:$(UNSET)",
+        "webcredentials:www.example.de", "missing.example.com",
+    ].joined(separator: "\n")
+
+    /// The entries the list holds, as `--domain` arguments would give them.
+    static func entries(of list: String) -> [String] {
+        list.split(whereSeparator: \.isNewline).compactMap { line in
+            let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let trimmed = content.trimmingCharacters(in: .whitespaces)
+            return trimmed.isEmpty ? nil : (trimmed.contains(":") ? trimmed : "applinks:\(trimmed)")
+        }
+    }
+
+    static func folder(_ name: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Output with the durations (the only thing that differs between two runs) blanked.
+    static func normalized(_ text: String) -> String {
+        var text = text.replacing(/"milliseconds" : \d+/, with: "\"milliseconds\" : 0")
+        text = text.replacing(/after \d+ ms/, with: "after 0 ms")
+        return text
+    }
+
+    /// The spool path, the in-memory path and plain `--domain` arguments print the same report.
+    @Test func spooledRunPrintsWhatTheInMemoryRunPrints() async throws {
+        let fixture = try await FetchIntegrationTests.Fixture.start()
+        defer { fixture.stop() }
+        let work = try Self.folder("spool-equal")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let listFile = work.appendingPathComponent("list.txt")
+        try Data(Self.list.utf8).write(to: listFile)
+        let tmp = work.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+
+        let common = fixture.network + ["--app-id", Self.appID, "--region", "DE", "--define", "DOMAIN=example.net",
+                                        "--domain", "applinks:error.example.com"]
+        let asArguments = Self.entries(of: Self.list).flatMap { ["--domain", $0] }
+        for output in [["--json"], []] {
+            let cache = work.appendingPathComponent("cache-\(output.count)").path
+            let spooled = try ToolRunner.run(common + ["--domains", listFile.path] + output, cache: cache, environment: ["TMPDIR": tmp.path])
+            let inMemory = try ToolRunner.run(common + ["--domains", listFile.path] + output, environment: ["AASA_FETCH_SPOOL": "off"])
+            let plain = try ToolRunner.run(common + asArguments + output)
+            #expect(spooled.status == 1, "\(spooled.stderr)")
+            #expect(inMemory.status == spooled.status)
+            #expect(plain.status == spooled.status)
+            #expect(Self.normalized(spooled.stdout) == Self.normalized(inMemory.stdout), "\(output)")
+            #expect(Self.normalized(spooled.stdout) == Self.normalized(plain.stdout), "\(output)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "spool left behind")
+
+            // The spooled run registered and recorded its hosts in the store.
+            let shown = try ToolRunner.run(["show", "--json"], cache: cache)
+            #expect(shown.status == 0, "\(shown.stderr)")
+            for host in ["good.example.com", "shop.example.de", "example.net", "xn--bcher-kva.example", "error.example.com"] {
+                #expect(shown.stdout.contains("\"\(host)\""), "\(host) not in the store")
+            }
+        }
+
+        // What the comparison looks at: every kind of line made it into the report.
+        let report = try ToolRunner.run(common + ["--domains", listFile.path, "--json"], environment: ["TMPDIR": tmp.path]).json()
+        let hosts = (report["domains"] as? [[String: Any]])?.compactMap { $0["host"] as? String } ?? []
+        #expect(hosts.first == "error.example.com")
+        #expect(hosts.firstIndex(of: "shop.example.de")! > hosts.firstIndex(of: "missing.example.com")!, "tier 1 after tier 0")
+        #expect(hosts.firstIndex(of: "example.fr")! > hosts.firstIndex(of: "www.example.de")!, "tier 2 after tier 1")
+        #expect((report.domain("good.example.com")?["entries"] as? [String])
+            == ["applinks:good.example.com", "webcredentials:good.example.com", "applinks:good.example.com", "applinks:good.example.com?mode=developer"])
+        #expect((report.domain("example.net")?["entries"] as? [String]) == ["applinks:*.example.net", "applinks:$(DOMAIN)"])
+        let entries = report["entries"] as? [[String: Any]] ?? []
+        #expect(entries.count == Self.entries(of: Self.list).count + 1)
+        #expect(entries.contains { $0.findingCodes.contains("entitlement-duplicate") })
+        #expect(entries.contains { $0["code"] as? String == "entitlement-path" })
+        #expect(entries.contains { $0["code"] as? String == "entitlement-unresolved-variable" })
+        #expect(report.domain("other.example.com")?["code"] as? String == "app-not-listed")
+    }
+
+    /// Past the page size (1,000 hosts a query): the window runs across pages and the order holds.
+    @Test func largeListCrossesPagesInTheSameOrder() throws {
+        let work = try Self.folder("spool-large")
+        defer { try? FileManager.default.removeItem(at: work) }
+        var lines: [String] = []
+        for index in 0..<2600 {
+            let tld = ["com", "de", "io"][index % 3]
+            lines.append("h\(index % 2300).example.\(tld)")
+            if index % 97 == 0 { lines.append("webcredentials:h\(index).example.\(tld) # again") }
+        }
+        let listFile = work.appendingPathComponent("list.txt")
+        try Data(lines.joined(separator: "\n").utf8).write(to: listFile)
+        // Every host is refused as a private address without a request: deterministic, no network.
+        let arguments = ["--domains", listFile.path, "--no-store", "--region", "DE", "--app-id", Self.appID, "--quiet",
+                         "--connect-to", "::127.0.0.1:9", "--connect-timeout", "1", "--retry-delays", "", "--concurrency", "64"]
+        for output in [["--json"], []] {
+            let spooled = try ToolRunner.run(arguments + output, environment: ["TMPDIR": work.path], timeout: .seconds(240))
+            let inMemory = try ToolRunner.run(arguments + output, environment: ["AASA_FETCH_SPOOL": "off"], timeout: .seconds(240))
+            #expect(spooled.status == 1, "\(spooled.stderr)")
+            #expect(Self.normalized(spooled.stdout) == Self.normalized(inMemory.stdout), "\(output)")
+            #expect(spooled.stdout.count > 100_000)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: work.path) == ["list.txt"])
+    }
+
+    /// Failed runs remove the spool too; unreadable lists keep their code and exit 2.
+    @Test func failedRunsRemoveTheSpool() throws {
+        let work = try Self.folder("spool-fail")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let tmp = work.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        func leftovers() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: tmp.path) }
+        let base = ["--app-id", Self.appID, "--quiet", "--connect-to", "::127.0.0.1:9", "--connect-timeout", "1", "--retry-delays", ""]
+
+        // Not UTF-8: the line is named; the in-memory path fails the same way (code and exit status).
+        let latin1 = work.appendingPathComponent("latin1.txt")
+        try Data(Array("good.example.com\n".utf8) + [0x62, 0xFC, 0x63, 0x68, 0x65, 0x72, 0x2E, 0x64, 0x65, 0x0A]).write(to: latin1)
+        let invalid = try ToolRunner.run(base + ["--domains", latin1.path], environment: ["TMPDIR": tmp.path])
+        #expect(invalid.status == 2)
+        #expect(invalid.stderr.contains("domains-unreadable") && invalid.stderr.contains("line 2 is not valid UTF-8"), "\(invalid.stderr)")
+        #expect(invalid.stdout.isEmpty)
+        #expect(try leftovers().isEmpty)
+        let invalidInMemory = try ToolRunner.run(base + ["--domains", latin1.path], environment: ["AASA_FETCH_SPOOL": "off"])
+        #expect(invalidInMemory.status == 2)
+        #expect(invalidInMemory.stderr.contains("domains-unreadable"))
+
+        // Missing and unreadable lists.
+        for path in ["/nonexistent/list.txt", work.path] {
+            let result = try ToolRunner.run(base + ["--domains", path], environment: ["TMPDIR": tmp.path])
+            #expect(result.status == 2, "\(path)")
+            #expect(result.stderr.contains("domains-unreadable"), "\(path): \(result.stderr)")
+            #expect(try leftovers().isEmpty)
+        }
+
+        // A corrupt store stops the run after the list was spooled.
+        let list = work.appendingPathComponent("list.txt")
+        try Data("good.example.com\nexample.org\n".utf8).write(to: list)
+        let cache = work.appendingPathComponent("cache")
+        try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+        try Data(repeating: 0x7A, count: 4096).write(to: cache.appendingPathComponent(SQLiteAssociationStore.fileName))
+        let corrupt = try ToolRunner.run(base + ["--domains", list.path], cache: cache.path, environment: ["TMPDIR": tmp.path])
+        #expect(corrupt.status == 2)
+        #expect(corrupt.stderr.contains("store-corrupt"), "\(corrupt.stderr)")
+        #expect(try leftovers().isEmpty)
+
+        // A spool that cannot be created: its own code, exit 2.
+        let noTmp = try ToolRunner.run(base + ["--domains", list.path, "--no-store"], environment: ["TMPDIR": "/proc/no-such-dir"])
+        #expect(noTmp.status == 2)
+        #expect(noTmp.stderr.contains("spool-error"), "\(noTmp.stderr)")
+
+        // A run that completes (every host refused, exit 1) leaves nothing either.
+        let done = try ToolRunner.run(base + ["--domains", list.path, "--no-store"], environment: ["TMPDIR": tmp.path])
+        #expect(done.status == 1, "\(done.stderr)")
+        #expect(try leftovers().isEmpty)
+    }
+
+    /// SIGTERM in the middle of the downloads: the spool is deleted and the process ends as the signal would end it.
+    @Test func interruptedRunRemovesTheSpool() async throws {
+        let ca = try TestCA.shared()
+        let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
+        defer { server.stop() }
+        let work = try Self.folder("spool-signal")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let list = work.appendingPathComponent("list.txt")
+        try Data("slow.example.com\n".utf8).write(to: list)
+        let tmp = work.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
+        process.arguments = ["--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
+                             "--allow-private", "--max-time", "60", "--retry-delays", "", "--app-id", Self.appID]
+        process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": tmp.path, "NO_COLOR": "1"]) { _, new in new }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let spooled = await waitUntil(timeout: .seconds(20)) {
+            (try? FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty == false) ?? false
+        }
+        #expect(spooled, "no spool appeared")
+        // Let the download start, then interrupt.
+        try await Task.sleep(for: .milliseconds(500))
+        kill(process.processIdentifier, SIGTERM)
+        #expect(ChildProcess.waitForExit(process, timeout: .seconds(20)))
+        #expect(process.terminationStatus == 128 + SIGTERM)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty)
+    }
+}

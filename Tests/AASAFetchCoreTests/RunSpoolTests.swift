@@ -1,0 +1,114 @@
+import AASAFetchCore
+import Foundation
+import Testing
+
+/// The run spool keeps what the in-memory path keeps (`EntryParser.parse`, `FetchPlan`,
+/// `AssociationJudge`) and gives it back identically, a page at a time.
+struct RunSpoolTests {
+    static let appID = "ABCDE12345.com.example.app"
+    /// Duplicates, a wildcard served by its parent, webcredentials beside applinks, malformed and
+    /// unresolved entries, upper case, Unicode, an unknown service, and three priority tiers (DE region).
+    static let strings: [String?] = [
+        "applinks:shop.example.de", "applinks:www.example.com", "applinks:*.example.com", "webcredentials:www.example.com",
+        "applinks:www.example.com", "applinks:bad/path", "applinks:example.fr", "applinks:$(DOMAIN)", "applinks:$(MISSING)",
+        "applinks:EXAMPLE.net", "applinks:bücher.example", "weird:example.org", nil, "applinks:example.com:8443",
+        "applinks:z.example.de", "applinks:example.com?mode=developer", "applinks:a.example.co",
+    ]
+    static let definitions = ["DOMAIN": "defined.example.org"]
+
+    static func filled(pageSize: Int = 2) throws -> (RunSpool, [AssociatedDomainEntry], FetchPlan) {
+        let prioritizer = DomainPrioritizer(region: "DE")
+        let spool = try RunSpool(prioritizer: prioritizer)
+        // Two appends: entries keep counting from the first (entitlements, then the list).
+        try spool.append(definitions: definitions) { add in for string in strings.prefix(5) { try add(string) } }
+        try spool.append(definitions: definitions) { add in for string in strings.dropFirst(5) { try add(string) } }
+        let entries = EntryParser(definitions: definitions).parse(strings)
+        return (spool, entries, FetchPlan(entries: entries, prioritizer: prioritizer))
+    }
+
+    static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    @Test func entriesAndHostsMatchTheParserAndPlan() throws {
+        let (spool, entries, plan) = try Self.filled()
+        defer { spool.remove() }
+        var verdicts: [EntryVerdict] = []
+        try spool.forEachVerdict(.all) { verdicts.append($0) }
+        #expect(verdicts == entries.map(EntryVerdict.init(parsed:)))
+        #expect(verdicts.contains { $0.findings.contains { $0.code == "entitlement-duplicate" } })
+
+        var cursor = spool.hostCursor(pageSize: 2)
+        var hosts: [RunSpool.SpooledHost] = []
+        while let host = try cursor.next() { hosts.append(host) }
+        #expect(hosts.map(\.host) == plan.fetches.map(\.host))
+        #expect(hosts.map(\.tier) == plan.fetches.map(\.tier))
+        #expect(Set(hosts.map(\.tier)) == [0, 1, 2])
+        for fetch in plan.fetches {
+            #expect(try spool.verdicts(of: fetch.host) == fetch.entryIndexes.map { EntryVerdict(parsed: entries[$0]) })
+        }
+        let sizes = try spool.sizes()
+        #expect(sizes.entries == entries.count)
+        #expect(sizes.hosts == plan.fetches.count)
+        #expect(sizes.longestHost == plan.fetches.map(\.host.count).max())
+
+        var unfetchable: [EntryVerdict] = []
+        try spool.forEachVerdict(.unfetchable) { unfetchable.append($0) }
+        #expect(unfetchable == verdicts.filter { !$0.entry.isFetchable })
+        var own: [EntryVerdict] = []
+        try spool.forEachVerdict(.fetchableWithOwnFindings) { own.append($0) }
+        #expect(own == verdicts.filter { $0.entry.isFetchable && $0.findings.contains { $0.code.hasPrefix("entitlement-") } })
+    }
+
+    /// Judging host by host through the spool gives the in-memory report's domains, entries and counts.
+    @Test func judgingMatchesTheInMemoryJudge() throws {
+        let plan = FetchPlan(entries: EntryParser(definitions: Self.definitions).parse(Self.strings), prioritizer: DomainPrioritizer(region: "DE"))
+        let listed = try AASADecoder.decodeDocument(Array(#"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[]}]}}"#.utf8))
+        let results = plan.fetches.enumerated().map { position, fetch in
+            switch position % 3 {
+            case 0:
+                HostFetchResult(host: fetch.host, route: .origin, url: "https://\(fetch.host)/x", code: "ok", reason: "fetched",
+                                httpStatus: 200, document: listed, reliesOnExtraCA: true, startOrder: position)
+            case 1:
+                HostFetchResult(host: fetch.host, route: .origin, url: "https://\(fetch.host)/x", code: "tls-untrusted",
+                                reason: "untrusted", findings: [.error("tls-untrusted", "untrusted")], startOrder: position)
+            default:
+                HostFetchResult(host: fetch.host, route: .origin, url: "https://\(fetch.host)/x", code: "ok", reason: "fetched",
+                                httpStatus: 200, document: listed, startOrder: position)
+            }
+        }
+        for appIDs in [[Self.appID], []] {
+            let (spool, _, _) = try Self.filled()
+            defer { spool.remove() }
+            let report = AssociationJudge.report(plan: plan, results: results, appIDs: appIDs, appIDSource: .option, region: "DE")
+            for (position, result) in results.enumerated() {
+                let domain = try spool.judge(result, tier: plan.fetches[position].tier, appIDs: appIDs)
+                #expect(try Self.json(domain) == Self.json(report.domains[position]))
+            }
+            var verdicts: [EntryVerdict] = []
+            try spool.forEachVerdict(.all) { verdicts.append($0) }
+            #expect(verdicts == report.entries)
+            let summary = AssociationJudge.summary(
+                counts: try spool.counts(), domains: plan.fetches.count,
+                domainWarnings: report.domains.reduce(0) { $0 + $1.warningCount }, runFindings: []
+            )
+            #expect(summary == report.summary)
+        }
+    }
+
+    @Test func removeDeletesTheFolder() throws {
+        let parent = FileManager.default.temporaryDirectory.appendingPathComponent("spool-parent-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: parent) }
+        let spool = try RunSpool(parent: parent.path, prioritizer: DomainPrioritizer(region: nil))
+        try spool.append(definitions: [:]) { add in try add("applinks:example.com") }
+        #expect(FileManager.default.fileExists(atPath: spool.path))
+        #expect(spool.directory.hasPrefix(parent.path))
+        spool.remove()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).isEmpty)
+        // An unwritable parent is a spool error, not a crash.
+        #expect(throws: SpoolError.self) { try RunSpool(parent: "/proc/no-such-dir", prioritizer: DomainPrioritizer(region: nil)) }
+    }
+}
