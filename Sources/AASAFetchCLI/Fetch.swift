@@ -56,11 +56,9 @@ extension AASAFetchCommand {
                 }
             }
             let options = network.fetchOptions
-            let client = CurlClient(
-                maxConnections: options.concurrency,
-                // One connection to the CDN, which HTTP/2 multiplexes (without the limit libcurl
-                // 7.88 opens one per transfer started before the first connection is up).
-                maxConnectionsPerHost: routing.route == .origin ? 0 : 1)
+            // One connection to the CDN, which HTTP/2 multiplexes (without the limit libcurl 7.88
+            // opens one per transfer started before the first connection is up).
+            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
             let fetcher = AASAFetcher(transport: client, options: options)
             let progress = ProgressReporter(total: plan.fetches.count, enabled: !quiet && console.stderrIsTerminal && plan.fetches.count > 1)
             let cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
@@ -150,7 +148,7 @@ extension AASAFetchCommand {
                 }
             }
             let options = network.fetchOptions
-            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
+            let client = CurlClient(maxConnections: options.concurrency)
             let fetcher = AASAFetcher(transport: client, options: options)
             let hosts = source.hostCount
             let progress = ProgressReporter(total: hosts, enabled: !quiet && console.stderrIsTerminal && hosts > 1)
