@@ -38,18 +38,19 @@ struct StreamingRun {
         } else {
             human.begin(entries: source.entryCount, hosts: source.hostCount, appIDs: appIDs, findings: settled.findings)
         }
+        // One batch is written in the background while the next one fills, so a store write does
+        // not hold up the window (admissions happen only between results); batches stay in order.
+        var writing: Task<CommandFailure?, Never>?
+        func awaitWrite() async {
+            if let failure = await writing?.value, storeFailure == nil { storeFailure = failure }
+            writing = nil
+        }
         func flush() async {
             guard let store, !pending.isEmpty else { return }
-            do {
-                // The states before this run: nothing else records these hosts during it.
-                let previous = try await store.states(of: pending.map { HostKey(host: $0.host, route: $0.route) })
-                try await StoreSession.record(pending, previous: previous, in: store, now: Date())
-            } catch let error as CommandFailure {
-                if storeFailure == nil { storeFailure = error }
-            } catch {
-                if storeFailure == nil { storeFailure = CommandFailure(storeCall: error) }
-            }
+            let batch = pending
             pending.removeAll(keepingCapacity: true)
+            await awaitWrite()
+            writing = Task { await Self.record(batch, in: store) }
         }
 
         do {
@@ -81,6 +82,7 @@ struct StreamingRun {
             if spoolFailure == nil { spoolFailure = CommandFailure(spool: error) }
         }
         await flush()
+        await awaitWrite()
         progress.finish()
         if let spoolFailure { return (nil, spoolFailure) }
 
@@ -99,6 +101,22 @@ struct StreamingRun {
             return (summary, storeFailure)
         } catch {
             return (nil, CommandFailure(spool: error))
+        }
+    }
+}
+
+extension StreamingRun {
+    /// Records one batch with the states its hosts had before this run (nothing else records
+    /// them during it); returns the failure instead of throwing it.
+    static func record(_ batch: [HostFetchResult], in store: any AssociationStore) async -> CommandFailure? {
+        do {
+            let previous = try await store.states(of: batch.map { HostKey(host: $0.host, route: $0.route) })
+            try await StoreSession.record(batch, previous: previous, in: store, now: Date())
+            return nil
+        } catch let error as CommandFailure {
+            return error
+        } catch {
+            return CommandFailure(storeCall: error)
         }
     }
 }
