@@ -403,7 +403,7 @@ struct DiagnoseFaultMatrixTests {
         let cdnRequests = fixture.cdn.requests()
         #expect(cdnRequests.count == 5, "\(cdnRequests)")
         #expect(cdnRequests.allSatisfy { $0.serverProtocol == "HTTP/2.0" })
-        #expect(Set(cdnRequests.map(\.connection)).count == 1, "one shared connection: \(cdnRequests.map(\.connection))")
+        #expect(Set(cdnRequests.map(\.connection)).count == 1, "one shared connection: \(cdnRequests.map { "\($0.connection) \($0.uri) \($0.status)" })")
         #expect(cdnRequests.allSatisfy { $0.userAgent == "AASA-Bot/1.0.0" })
 
         // both: the origin decides; the stale CDN copy is a warning with Age and Cache-Control.
