@@ -49,16 +49,38 @@ def nginx_cpu_seconds():
     return total / os.sysconf("SC_CLK_TCK")
 
 
+# Runs one command and reports its rusage, from a fresh, small interpreter: Linux carries a process's
+# peak RSS across exec, so a tool started straight from this script (which grows while it reads
+# big JSON reports) would report this script's peak RSS whenever that is the larger.
+RUNNER = r"""
+import json, os, sys, time
+cmd, out_path = json.loads(sys.argv[1]), sys.argv[2]
+out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+null = os.open(os.devnull, os.O_WRONLY)
+start = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    os.dup2(out, 1)
+    os.dup2(null, 2)
+    try:
+        os.execvp(cmd[0], cmd)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+wall = time.monotonic() - start
+print(json.dumps([wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)]))
+"""
+
+
 def measure(cmd, stdout_path):
     """Runs cmd; returns (wall seconds, cpu seconds, peak RSS KiB, exit status, nginx cpu seconds)."""
-    with open(stdout_path, "wb") as out:
-        server_before = nginx_cpu_seconds()
-        start = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.monotonic() - start
-        server = nginx_cpu_seconds() - server_before
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status), server
+    import json
+    server_before = nginx_cpu_seconds()
+    report = subprocess.run([sys.executable, "-I", "-S", "-c", RUNNER, json.dumps(cmd), stdout_path],
+                            check=True, capture_output=True, text=True).stdout
+    server = nginx_cpu_seconds() - server_before
+    wall, cpu, rss, status = json.loads(report)
+    return wall, cpu, rss, status, server
 
 
 def median_run(runs):
