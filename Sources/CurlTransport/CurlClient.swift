@@ -12,8 +12,9 @@ public final class CurlClient: HTTPTransferring, Sendable {
 
     /// Starts a client and its loop thread.
     /// - Parameters:
-    ///   - maxConnections: Most connections open at once (`CURLMOPT_MAX_TOTAL_CONNECTIONS`);
-    ///     further transfers wait in curl's queue.
+    ///   - maxConnections: Most transfers running and connections open at once
+    ///     (`CURLMOPT_MAX_TOTAL_CONNECTIONS`); further transfers wait in the client's queue and
+    ///     start in order on the loop thread as others finish (their timeouts start then).
     ///   - maxConnectionsPerHost: Most connections to one host at once
     ///     (`CURLMOPT_MAX_HOST_CONNECTIONS`); 0, the default, sets no limit. libcurl counts a
     ///     transfer sent elsewhere by `connectTo` against the *target*, so any limit here would also

@@ -3,8 +3,9 @@ import Glibc
 
 /// The loop run by the one thread that owns every curl handle of a ``CurlClient``.
 ///
-/// Drains the ``Mailbox`` (starts and cancels), calls `curl_multi_perform`, completes finished
-/// transfers from `curl_multi_info_read`, then sleeps in `curl_multi_poll` until a socket is ready,
+/// Drains the ``Mailbox`` (starts and cancels) into its queue, hands queued transfers to curl while
+/// fewer than the client's limit run, calls `curl_multi_perform`, completes finished transfers from
+/// `curl_multi_info_read` and at once starts queued ones in their place, then sleeps in `curl_multi_poll` until a socket is ready,
 /// curl's own timeout expires or another thread calls `curl_multi_wakeup`. Nothing here is shared:
 /// the multi, share and easy handles never leave this thread (pitfall P3).
 final class MultiLoop {
@@ -12,11 +13,18 @@ final class MultiLoop {
     private let multi: UnsafeMutableRawPointer
     private let share: UnsafeMutableRawPointer?
     private var transfers: [UInt64: Transfer] = [:]
+    /// Started by callers but not yet handed to curl, oldest first: at most `maxActive` transfers
+    /// run at once, and the next one starts on this thread the moment one finishes (no hop through
+    /// the caller's threads); its timeouts start only then.
+    private var queued: [(id: UInt64, request: TransferRequest, continuation: TransferContinuation)] = []
+    private var queueHead = 0
+    private let maxActive: Int
 
-    private init(mailbox: Mailbox, multi: UnsafeMutableRawPointer, share: UnsafeMutableRawPointer?) {
+    private init(mailbox: Mailbox, multi: UnsafeMutableRawPointer, share: UnsafeMutableRawPointer?, maxActive: Int) {
         self.mailbox = mailbox
         self.multi = multi
         self.share = share
+        self.maxActive = maxActive
     }
 
     /// Runs the loop on the calling thread until the client shuts down.
@@ -45,7 +53,7 @@ final class MultiLoop {
             }
         }
 
-        let loop = MultiLoop(mailbox: mailbox, multi: multi, share: share)
+        let loop = MultiLoop(mailbox: mailbox, multi: multi, share: share, maxActive: maxConnections > 0 ? maxConnections : Int.max)
         mailbox.publish(multi: MultiWakeupHandle(raw: multi))
         loop.runUntilStopped()
         loop.tearDown()
@@ -68,7 +76,7 @@ final class MultiLoop {
             for command in commands {
                 switch command {
                 case .start(let id, let request, let continuation):
-                    start(id: id, request: request, continuation: continuation)
+                    queued.append((id, request, continuation))
                 case .cancel(let id):
                     cancel(id: id)
                 }
@@ -76,14 +84,40 @@ final class MultiLoop {
             if stop {
                 return
             }
+            startQueued()
             var running: Int32 = 0
             _ = curl_multi_perform(multi, &running)
             drainMessages()
+            if startQueued() {
+                // Transfers just started: let curl begin them before sleeping.
+                _ = curl_multi_perform(multi, &running)
+                drainMessages()
+            }
             var ready: Int32 = 0
             if curl_multi_poll(multi, nil, 0, 1000, &ready) != CURLM_OK {
                 usleep(10_000)  // poll() itself failed: do not spin; transfers still time out
             }
         }
+    }
+
+    /// Hands queued transfers to curl while fewer than `maxActive` run; returns whether it started any.
+    @discardableResult
+    private func startQueued() -> Bool {
+        var started = false
+        while transfers.count < maxActive, queueHead < queued.count {
+            let next = queued[queueHead]
+            queueHead += 1
+            start(id: next.id, request: next.request, continuation: next.continuation)
+            started = true
+        }
+        if queueHead == queued.count {
+            queued.removeAll(keepingCapacity: true)
+            queueHead = 0
+        } else if queueHead > 1024, queueHead * 2 > queued.count {
+            queued.removeFirst(queueHead)
+            queueHead = 0
+        }
+        return started
     }
 
     private func start(id: UInt64, request: TransferRequest, continuation: TransferContinuation) {
@@ -111,8 +145,12 @@ final class MultiLoop {
     }
 
     private func cancel(id: UInt64) {
-        guard let transfer = transfers[id] else { return }  // already finished
-        complete(transfer, result: .failure(Mailbox.cancelledFailure), added: true)
+        if let transfer = transfers[id] {
+            complete(transfer, result: .failure(Mailbox.cancelledFailure), added: true)
+        } else if let index = queued[queueHead...].firstIndex(where: { $0.id == id }) {
+            let waiting = queued.remove(at: index)
+            finish(id: id, continuation: waiting.continuation, result: .failure(Mailbox.cancelledFailure))
+        }  // else already finished
     }
 
     private func drainMessages() {
@@ -158,6 +196,11 @@ final class MultiLoop {
         for case .start(let id, _, let continuation) in commands {
             finish(id: id, continuation: continuation, result: .failure(Mailbox.shutDownFailure))
         }
+        for waiting in queued[queueHead...] {
+            finish(id: waiting.id, continuation: waiting.continuation, result: .failure(Mailbox.shutDownFailure))
+        }
+        queued = []
+        queueHead = 0
         for transfer in Array(transfers.values) {
             complete(transfer, result: .failure(Mailbox.shutDownFailure), added: true)
         }

@@ -181,6 +181,55 @@ struct FaultTransportTests {
         await client.shutdown()
     }
 
+    /// Transfers beyond `maxConnections` wait in the client's queue: they start in order as others
+    /// finish, and their timeouts start only then (a queued one is not failed for the time it waited).
+    @Test func queuedTransfersStartWhenASlotFreesWithTheirOwnTimeout() async throws {
+        let script = FaultScript(paths: [
+            "/slow": .slow(body: "0123456789", dripBytes: 1, dripInterval: 0.15),  // about 1.5 s
+            "/fast": .respond(body: "{}"),
+        ])
+        let (server, ca) = try await startFaultServer(script)
+        defer { server.stop() }
+        let client = CurlClient(maxConnections: 1)
+        var slow = faultRequest(server, ca, host: "a.fault.test", path: "/slow")
+        slow.maxTime = 20
+        var fast = faultRequest(server, ca, host: "b.fault.test", path: "/fast")
+        fast.maxTime = 1  // shorter than the slow transfer it waits behind
+        let first = performTask(client, slow)
+        _ = await waitUntil(timeout: .seconds(10)) { server.requests().contains { $0.path == "/slow" } }
+        let second = try await client.perform(fast)
+        #expect(second.status == 200)
+        #expect(try await first.value.get().body == Array("0123456789".utf8))
+        // The queued request reached the server only after the slow one was answered.
+        let paths = server.requests().filter { $0.event == "request" }.map(\.path)
+        #expect(paths == ["/slow", "/fast"], "\(paths)")
+        await client.shutdown()
+    }
+
+    /// A queued transfer can be cancelled before it starts, and shutdown fails the queued ones.
+    @Test func queuedTransfersCanBeCancelledAndAreFailedByShutdown() async throws {
+        let (server, ca) = try await startFaultServer(FaultScript(default: .stallAfterHeaders()))
+        defer { server.stop() }
+        let client = CurlClient(maxConnections: 1)
+        var request = faultRequest(server, ca)
+        request.maxTime = 30
+        let running = performTask(client, request)
+        _ = await waitUntil(timeout: .seconds(10)) { server.requests().contains { $0.event == "request" } }
+        let cancelled = performTask(client, faultRequest(server, ca, host: "c.fault.test"))
+        let queued = performTask(client, faultRequest(server, ca, host: "d.fault.test"))
+        try await Task.sleep(for: .milliseconds(300))  // both are in the loop's queue by now
+        cancelled.cancel()
+        let cancelFailure = await expectFailure { () async throws(TransferFailure) in try await cancelled.value.get() }
+        #expect(cancelFailure?.kind == .cancelled, "\(String(describing: cancelFailure))")
+        await client.shutdown()
+        for task in [running, queued] {
+            let failure = await expectFailure { () async throws(TransferFailure) in try await task.value.get() }
+            #expect(failure?.kind == .cancelled, "\(String(describing: failure))")
+        }
+        // Only the first request ever reached the server.
+        #expect(server.requests().filter { $0.event == "request" }.count == 1)
+    }
+
     @Test func alreadyCancelledTaskFailsAtOnce() async throws {
         let client = CurlClient()
         let task = Task { () async -> Result<TransferResponse, TransferFailure> in
