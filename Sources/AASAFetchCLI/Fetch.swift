@@ -35,10 +35,9 @@ extension AASAFetchCommand {
             let plan = FetchPlan(entries: loaded.entries, prioritizer: DomainPrioritizer(region: region))
             // Every fetch with its route (a CDN host is keyed by its route in the store, too).
             let routed = RoutedRun.split(plan, route: routing.route).plan
-            if routing.route == .origin {
-                // Stream results (judge, print, record) instead of keeping them all. The CDN routes
-                // keep them: with the streaming window, libcurl 7.88 opened a second HTTP/2
-                // connection to the CDN in about half the runs (see the closing note).
+            if routing.route != .both {
+                // Stream results (judge, print, record) instead of keeping them all; `both` needs
+                // each host's two answers side by side, so it keeps them.
                 try await runStreaming(source: PlanSource(plan: routed), settled: loaded.settled, region: region, console: console) { store throws(CommandFailure) in
                     try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: store, now: Date())
                 }
@@ -67,12 +66,17 @@ extension AASAFetchCommand {
             }
             progress.finish()
             await client.shutdown()
-            var storeFailure: CommandFailure?
-            if let recording {
-                do {
-                    try await StoreSession.record(run.results, previous: recording.previous, in: recording.store, now: Date())
-                } catch {
-                    storeFailure = error
+            // Recorded while the report is judged and printed (another core).
+            let recordingTask = recording.map { recording in
+                Task { () -> CommandFailure? in
+                    do {
+                        try await StoreSession.record(run.results, previous: recording.previous, in: recording.store, now: Date())
+                        return nil
+                    } catch let error as CommandFailure {
+                        return error
+                    } catch {
+                        return CommandFailure(storeCall: error)
+                    }
                 }
             }
 
@@ -82,6 +86,7 @@ extension AASAFetchCommand {
             } else {
                 HumanRenderer(console: console).renderRun(report)
             }
+            let storeFailure = await recordingTask?.value ?? nil
             if let storeFailure {
                 console.err("aasa-fetch: \(storeFailure.code): \(storeFailure.message)")
                 throw ExitStatus.cannotRun
@@ -128,7 +133,7 @@ extension AASAFetchCommand {
             }
         }
 
-        /// The origin route, streamed: opens the store and registers the run's hosts with
+        /// The origin or CDN route, streamed: opens the store and registers the run's hosts with
         /// `register`, fetches, judges, prints and records each host, and sets the exit status.
         private func runStreaming(
             source: any RunSource, settled: InputOptions.Settled, region: String?, console: Console,
@@ -148,8 +153,12 @@ extension AASAFetchCommand {
                 }
             }
             let options = network.fetchOptions
-            let client = CurlClient(maxConnections: options.concurrency)
+            // With the CDN route, one connection to the CDN, which HTTP/2 multiplexes.
+            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: routing.route == .cdn ? 1 : 0)
             let fetcher = AASAFetcher(transport: client, options: options)
+            if routing.route == .cdn, let plan = source as? PlanSource {
+                plan.cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
+            }
             let hosts = source.hostCount
             let progress = ProgressReporter(total: hosts, enabled: !quiet && console.stderrIsTerminal && hosts > 1)
             let streaming = StreamingRun(

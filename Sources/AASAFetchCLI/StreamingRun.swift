@@ -1,7 +1,7 @@
 import AASAFetchCore
 import Foundation
 
-/// The origin-route fetch run without holding results: each host is judged, printed (human or
+/// The fetch run (origin or CDN route) without holding results: each host is judged, printed (human or
 /// JSON) and recorded in the store (in batches) as soon as it and every host planned before it are
 /// done. With a ``PlanSource`` the entries and plan are in memory; with a ``SpoolSource`` (a
 /// `--domains` list) they stay in the run spool, so memory does not grow with the number of hosts.
@@ -144,6 +144,8 @@ protocol RunSource: AnyObject {
 final class PlanSource: RunSource {
     let plan: FetchPlan
     private var verdicts: [EntryVerdict]
+    /// Fetches the plan's `.cdn` fetches (`--route cdn`); `nil` when every fetch is on the origin.
+    var cdn: CDNFetcher?
 
     init(plan: FetchPlan) {
         self.plan = plan
@@ -155,11 +157,24 @@ final class PlanSource: RunSource {
     var longestHost: Int? { plan.fetches.map(\.host.count).max() }
 
     func fetchEach(with fetcher: AASAFetcher, handle: (HostFetchResult) async -> Void) async {
-        await fetcher.fetchEach(plan.fetches, handle: handle)
+        guard let cdn else {
+            await fetcher.fetchEach(plan.fetches, handle: handle)
+            return
+        }
+        // One window over both routes (developer-mode entries stay on the origin).
+        let fetches = plan.fetches
+        await SlidingWindow.run(count: fetches.count, limit: fetcher.options.concurrency * AASAFetcher.admissionDepth, work: { position in
+            let planned = fetches[position]
+            return planned.route == .cdn
+                ? await cdn.fetch(host: planned.host, startOrder: position)
+                : await fetcher.fetch(host: planned.host, startOrder: position)
+        }, handle: handle)
     }
 
     func judge(_ result: HostFetchResult, appIDs: [String]) -> DomainReport {
-        AssociationJudge.judgeHost(plan.fetches[result.startOrder], result: result, verdicts: &verdicts, appIDs: appIDs)
+        var domain = AssociationJudge.judgeHost(plan.fetches[result.startOrder], result: result, verdicts: &verdicts, appIDs: appIDs)
+        if domain.route == .cdn { domain.cdn = CDNRecord(domain: domain, result: result) }
+        return domain
     }
 
     func forEachVerdict(_ selection: VerdictSelection, _ body: (EntryVerdict) throws -> Void) throws {

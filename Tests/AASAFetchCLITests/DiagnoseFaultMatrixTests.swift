@@ -34,10 +34,15 @@ struct DiagnoseFaultMatrixTests {
         /// Sends the CDN and the fault hosts to their servers, everything else to the origin nginx;
         /// short timeouts and retries so the suite stays fast.
         var network: [String] {
-            var arguments = ["--cacert", ca.caCertPath, "--connect-to", "cdn.test:443:127.0.0.1:\(cdn.port)"]
+            // The CDN URL carries its own port: libcurl 7.88 keys its connection bundles by the
+            // --connect-to target's host and the URL's port, so with a CDN URL on 443 sent to
+            // 127.0.0.1 the CDN shared a bundle with the HTTP/1.1 origin connections
+            // (developer-mode entries) and could not multiplex; real CDN and origin hosts never
+            // share a name.
+            var arguments = ["--cacert", ca.caCertPath, "--connect-to", "cdn.test:\(cdn.port):127.0.0.1:\(cdn.port)"]
             for host in Self.faultHosts { arguments += ["--connect-to", "\(host):443:127.0.0.1:\(fault.port)"] }
             arguments += ["--connect-to", origin.connectTo, "--allow-private", "--retry-delays", "0.05",
-                          "--connect-timeout", "1", "--max-time", "2", "--cdn-base", "https://cdn.test/a/v1/"]
+                          "--connect-timeout", "1", "--max-time", "2", "--cdn-base", "https://cdn.test:\(cdn.port)/a/v1/"]
             return arguments
         }
 
