@@ -6,7 +6,8 @@ names (h1.bench.test …) that all reach it through --connect-to (no DNS), and r
 C, both tools over the same URLs. Prints hosts per second, CPU seconds per host and peak RSS of
 each, and the ratios (aasa-fetch / curl for speed, curl / aasa-fetch for memory).
 
-Also prints the CPU time nginx spent per host during each run ("nginx ms/host"): with nginx far
+Every aasa-fetch run records into a fresh SQLite store in the benchmark's temporary folder (a first
+crawl; the default configuration otherwise). Also prints the CPU time nginx spent per host during each run ("nginx ms/host"): with nginx far
 from a full core, the client is what limits the rate. With --repeat K every measurement is taken
 K times (the tools alternate) and the median run is printed.
 
@@ -185,8 +186,15 @@ http {{
                 curl_cmd = [curl, "--parallel", "--parallel-max", str(c), "--http1.1", "-s", "-A", "AASA-Bot/1.0.0",
                             "--cacert", f"{work}/ca.pem", "--connect-to", f"::127.0.0.1:{port}",
                             "-w", "%{http_code}\\n", "-K", curl_config]
+                def fresh_store():
+                    # Every aasa-fetch run records into a new store of its own (a first crawl),
+                    # never into the repository's cache/.
+                    shutil.rmtree(f"{work}/store", ignore_errors=True)
+                    os.environ["AASA_FETCH_CACHE"] = f"{work}/store"
+
                 ours_runs, curl_runs = [], []
                 for _ in range(max(1, args.repeat)):
+                    fresh_store()
                     ours_runs.append(measure(ours_cmd, f"{work}/ours.json"))
                     if not args.skip_curl:
                         curl_runs.append(measure(curl_cmd, f"{work}/curl.out"))
@@ -194,7 +202,11 @@ http {{
                 ok_ours = count_ok(f"{work}/ours.json") if args.output == "json" else count_human(f"{work}/ours.json")
                 if args.cdn:
                     cdn_cmd = ours_cmd + ["--route", "cdn", "--cdn-base", "https://cdn.bench.test/a/v1/"]
-                    cdn = median_run([measure(cdn_cmd, f"{work}/cdn.json") for _ in range(max(1, args.repeat))])
+                    cdn_runs = []
+                    for _ in range(max(1, args.repeat)):
+                        fresh_store()
+                        cdn_runs.append(measure(cdn_cmd, f"{work}/cdn.json"))
+                    cdn = median_run(cdn_runs)
                     if os.environ.get("BENCH_DEBUG"):
                         shutil.copy(f"{work}/cdn.json", "/tmp/cdn-debug.json")
                     ok_cdn = count_ok(f"{work}/cdn.json") if args.output == "json" else count_human(f"{work}/cdn.json")
