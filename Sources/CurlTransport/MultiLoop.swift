@@ -5,8 +5,9 @@ import Glibc
 ///
 /// Drains the ``Mailbox`` (starts and cancels) into its queue, hands queued transfers to curl while
 /// fewer than the client's limit run, calls `curl_multi_perform`, completes finished transfers from
-/// `curl_multi_info_read` and at once starts queued ones in their place, then sleeps in `curl_multi_poll` until a socket is ready,
-/// curl's own timeout expires or another thread calls `curl_multi_wakeup`. Nothing here is shared:
+/// `curl_multi_info_read` and at once starts queued ones in their place, then sleeps in
+/// `curl_multi_poll` until a socket is ready, curl's own timeout expires or another thread calls
+/// `curl_multi_wakeup`. Nothing here is shared:
 /// the multi, share and easy handles never leave this thread (pitfall P3).
 final class MultiLoop {
     private let mailbox: Mailbox
