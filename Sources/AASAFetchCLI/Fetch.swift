@@ -69,13 +69,11 @@ extension AASAFetchCommand {
             // Recorded while the report is judged and printed (another core).
             let recordingTask = recording.map { recording in
                 Task { () -> CommandFailure? in
-                    do {
+                    do throws(CommandFailure) {
                         try await StoreSession.record(run.results, previous: recording.previous, in: recording.store, now: Date())
                         return nil
-                    } catch let error as CommandFailure {
-                        return error
                     } catch {
-                        return CommandFailure(storeCall: error)
+                        return error
                     }
                 }
             }
