@@ -3,7 +3,7 @@ import ArgumentParser
 
 extension RouteChoice: ExpressibleByArgument {}
 
-/// `--route origin|cdn|both` and `--cdn-base URL` (SPEC §3), shared by `fetch` and `diagnose`.
+/// `--route origin|cdn|both` and `--cdn-base URL`, shared by `fetch` and `diagnose`.
 struct RouteOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Where devices get the file: origin (direct), cdn (Apple's CDN; ?mode= entries still direct) or both (compared by meaning; the origin decides).", valueName: "origin|cdn|both"))
     var route: RouteChoice = .origin

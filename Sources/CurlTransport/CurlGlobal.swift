@@ -3,7 +3,7 @@ internal import CCurl
 /// One-time, process-wide libcurl initialisation.
 ///
 /// `curl_global_init` must run once, before any other curl call and never concurrently with
-/// itself (pitfall P1). A `static let` is initialised lazily and atomically (swift_once), so the
+/// itself. A `static let` is initialised lazily and atomically (swift_once), so the
 /// first ``CurlClient`` to start pays for it and every later one reads the cached result.
 /// `curl_global_cleanup` is never called: other clients may still be running at exit (P4).
 enum CurlGlobal {

@@ -8,7 +8,7 @@ import Glibc
 /// `curl_multi_info_read` and at once starts queued ones in their place, then sleeps in
 /// `curl_multi_poll` until a socket is ready, curl's own timeout expires or another thread calls
 /// `curl_multi_wakeup`. Nothing here is shared:
-/// the multi, share and easy handles never leave this thread (pitfall P3).
+/// the multi, share and easy handles never leave this thread.
 final class MultiLoop {
     private let mailbox: Mailbox
     private let multi: UnsafeMutableRawPointer

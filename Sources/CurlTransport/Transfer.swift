@@ -10,7 +10,7 @@ typealias TransferContinuation = CheckedContinuation<Result<TransferResponse, Tr
 /// the error buffer, every `curl_slist` handed to curl (curl does not copy those), the received
 /// body and headers, and the continuation until it is resumed. Callbacks find it through an
 /// unretained pointer in `CURLOPT_WRITEDATA`/`HEADERDATA`/`OPENSOCKETDATA`/`PRIVATE`; the loop's
-/// table of transfers is the strong owner until after `curl_easy_cleanup` (pitfall P7).
+/// table of transfers is the strong owner until after `curl_easy_cleanup`.
 final class Transfer {
     /// The client-wide identifier of the `perform` call.
     let id: UInt64

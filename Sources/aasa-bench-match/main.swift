@@ -1,22 +1,22 @@
 // Measures URL decisions per second on one core (run in release mode):
-//   swift run -c release aasa-bench-match [--shared DIR] [--seconds S]
+//   swift run -c release aasa-bench-match [--testdata DIR] [--seconds S]
 // (a) the Apple overview file of the conformance set, its cases' URLs cycled;
-// (b) the biggest file in shared/corpus/aasa, with URLs derived from its own patterns;
+// (b) the biggest file in testdata/corpus/aasa, with URLs derived from its own patterns;
 // (c) a generated ~128 KiB file with a thousand components.
 import AASAFetchCore
 import Foundation
 
 struct Options {
-    var shared = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).deletingLastPathComponent().appendingPathComponent("shared")
+    var testdata = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("testdata")
     var seconds = 1.0
 
     init(arguments: [String]) {
-        if let env = ProcessInfo.processInfo.environment["AASA_SHARED_DIR"] { shared = URL(fileURLWithPath: env) }
+        if let env = ProcessInfo.processInfo.environment["AASA_TESTDATA_DIR"] { testdata = URL(fileURLWithPath: env) }
         var index = 1
         while index < arguments.count {
             switch arguments[index] {
-            case "--shared" where index + 1 < arguments.count:
-                shared = URL(fileURLWithPath: arguments[index + 1])
+            case "--testdata" where index + 1 < arguments.count:
+                testdata = URL(fileURLWithPath: arguments[index + 1])
                 index += 1
             case "--seconds" where index + 1 < arguments.count:
                 seconds = Double(arguments[index + 1]) ?? seconds
@@ -58,7 +58,7 @@ func measure(_ scenario: Scenario, seconds: Double) {
 }
 
 func overviewScenario(_ options: Options) throws -> Scenario {
-    let data = try Data(contentsOf: options.shared.appendingPathComponent("conformance/cases.json"))
+    let data = try Data(contentsOf: options.testdata.appendingPathComponent("conformance/cases.json"))
     guard let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
           let cases = root["matching"] as? [[String: Any]] else { throw CocoaError(.fileReadCorruptFile) }
     let overview = cases.filter { ($0["name"] as? String)?.hasPrefix("apple/overview/") == true }
@@ -99,7 +99,7 @@ func sampleURLs(for path: String) -> [String] {
 }
 
 func corpusScenario(_ options: Options) throws -> Scenario {
-    let folder = options.shared.appendingPathComponent("corpus/aasa")
+    let folder = options.testdata.appendingPathComponent("corpus/aasa")
     let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: [.fileSizeKey])
     let biggest = try files.max { a, b in
         (try a.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0) < (try b.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0)

@@ -2,7 +2,7 @@
 // splitter and the matcher. It must never crash (a crash is the failure signal); it also checks
 // two invariants of the matcher.
 //   swift run -c release aasa-fuzz [iterations] [seed] [corpus-dir]
-// The decoder phase mutates every file of corpus-dir (default ../shared/corpus/aasa) bytewise.
+// The decoder phase mutates every file of corpus-dir (default testdata/corpus/aasa) bytewise.
 import AASAFetchCore
 import Foundation
 
@@ -93,7 +93,7 @@ for iteration in 0..<iterations {
     }
 }
 // Decoder phase: byte-level mutations of real files through the decoder, linter and matcher.
-let corpusPath = arguments.count > 3 ? arguments[3] : "../shared/corpus/aasa"
+let corpusPath = arguments.count > 3 ? arguments[3] : "testdata/corpus/aasa"
 let corpusFiles: [[UInt8]] = ((try? FileManager.default.contentsOfDirectory(atPath: corpusPath)) ?? []).sorted().compactMap {
     FileManager.default.contents(atPath: corpusPath + "/" + $0).map { [UInt8]($0) }
 }

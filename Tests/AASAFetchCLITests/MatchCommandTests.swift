@@ -5,7 +5,7 @@ import Testing
 /// `aasa-fetch match` end to end through the built binary.
 @Suite(.timeLimit(.minutes(2)))
 struct MatchCommandTests {
-    /// Every conformance case, fed through the line protocol of ../shared/conformance/README.md.
+    /// Every conformance case, fed through the line protocol of testdata/conformance/README.md.
     @Test func conformanceCasesThroughTheLineProtocol() throws {
         let data = try Data(contentsOf: TestPaths.conformanceCases)
         let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])

@@ -1,7 +1,7 @@
 import AASAFetchCore
 import Testing
 
-/// The examples of apple-behavior.md §6.1–6.5.
+/// Apple's documented matching examples.
 struct AppleExamplesTests {
     typealias Row = (name: String, json: String, url: String, app: String, expected: MatchDecision)
 
@@ -80,7 +80,7 @@ struct AppleExamplesTests {
         ("L6", notPaths, "https://example.com/videos/wwdc/2009/x", app, .noMatch),
         ("L7", notPaths, "https://example.com/wwdc/news/?q=1#f", app, .match),
         ("L8", notPaths, "https://example.com/WWDC/news/", app, .noMatch),
-        // L9: apple-behavior.md's constructed expectation is no_match; legacy paths share the
+        // L9: the constructed expectation is no_match; legacy paths share the
         // component path engine, whose trailing slash swcutil ignores (oracle cases), so: match.
         ("L9", notPaths, "https://example.com/wwdc/news", app, .match),
         ("L10", deepPaths, "https://example.com/foo/a/b/bar/2016/mypage", app, .match),

@@ -3,7 +3,7 @@ import AASAFetchTestSupport
 import Foundation
 import Testing
 
-/// The real-world corpus in `../shared/corpus` (read at run time, never modified).
+/// The real-world corpus in `testdata/corpus` (read at run time, never modified).
 struct CorpusTests {
     struct Entry: Sendable {
         var name: String

@@ -6,7 +6,7 @@ struct EntryParserTests {
         EntryParser(definitions: defines).parse(text, index: 0)
     }
 
-    /// Every error of SPEC §1 has its own code, and an entry with an error is not fetched
+    /// Every entry error has its own code, and an entry with an error is not fetched
     /// (except a Unicode host, which is fetched under its Punycode name).
     @Test(arguments: [
         ("applinks:", "entitlement-empty-host"),

@@ -2,7 +2,7 @@ import AASAFetchCore
 import Foundation
 import Testing
 
-/// The refresh policy of SPEC §5 with an injected clock: every time is derived from `t0`.
+/// The refresh policy with an injected clock: every time is derived from `t0`.
 struct RefreshPolicyTests {
     static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
     static let app = "ABCDE12345.com.example.app"

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Paths shared by the tests: the repository, `../shared` and its corpus and conformance cases.
+/// Paths shared by the tests: the repository and its test data (`testdata/`: the conformance cases
+/// and the real-world corpus, copied into the repository with their notices).
 public enum TestPaths {
     /// The repository root (the folder holding Package.swift).
     public static let repository: URL = {
@@ -14,16 +15,11 @@ public enum TestPaths {
         return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
     }()
 
-    /// `../shared` beside the repository (the project's specification, corpus and conformance cases).
-    public static let shared: URL = {
-        if let env = ProcessInfo.processInfo.environment["AASA_SHARED_DIR"] {
-            return URL(fileURLWithPath: env)
-        }
-        return repository.deletingLastPathComponent().appendingPathComponent("shared")
-    }()
+    /// `testdata/` in the repository (conformance cases and real-world corpus, see their NOTICE files).
+    public static let testdata = repository.appendingPathComponent("testdata")
 
     /// The conformance cases file.
-    public static let conformanceCases = shared.appendingPathComponent("conformance/cases.json")
+    public static let conformanceCases = testdata.appendingPathComponent("conformance/cases.json")
     /// The real-world corpus folder.
-    public static let corpus = shared.appendingPathComponent("corpus")
+    public static let corpus = testdata.appendingPathComponent("corpus")
 }

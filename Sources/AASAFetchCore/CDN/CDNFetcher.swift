@@ -1,7 +1,7 @@
 import CurlTransport
 import Foundation
 
-/// Downloads association files through Apple's CDN (SPEC §3): `GET {base}{host}` over HTTP/2, every
+/// Downloads association files through Apple's CDN: `GET {base}{host}` over HTTP/2, every
 /// request multiplexed on one connection to the CDN, and the CDN's `Apple-*` headers decoded into
 /// the result with a `cdn-…` code when it has no file to give.
 ///

@@ -1,7 +1,7 @@
 import CurlTransport
 import Foundation
 
-/// The headers of an Apple CDN answer, decoded (apple-behavior.md §3.8): the failure reason split
+/// The headers of an Apple CDN answer, decoded (as Apple's CDN sends them): the failure reason split
 /// into its `SWCERR…` code, its text and the origin's HTTP status; the JSON failure details; the
 /// origin URL the CDN fetched; whether it tells the device to try directly; and the cache headers.
 ///

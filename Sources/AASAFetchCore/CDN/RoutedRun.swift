@@ -1,4 +1,4 @@
-/// Which route a run downloads from (`--route`, SPEC §3).
+/// Which route a run downloads from (`--route`).
 public enum RouteChoice: String, Sendable, Codable, Hashable, CaseIterable {
     /// Every host from its origin (the default).
     case origin

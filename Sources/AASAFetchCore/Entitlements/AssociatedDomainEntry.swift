@@ -67,7 +67,7 @@ public struct AssociatedDomainEntry: Sendable, Hashable, Codable {
 }
 
 /// Parses entitlement entries (`service:host[?mode=developer|managed|developer+managed]`) with a
-/// stable code for every problem of SPEC §1.
+/// stable code for every problem an entitlement entry can have.
 public struct EntryParser: Sendable {
     /// Values for Xcode build-setting variables such as `$(APP_DOMAIN)` (from `--define NAME=VALUE`).
     public var definitions: [String: String]

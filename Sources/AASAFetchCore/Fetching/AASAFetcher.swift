@@ -1,7 +1,7 @@
 import CurlTransport
 import Foundation
 
-/// Downloads association files under the rules Apple's downloader applies (SPEC §2): HTTPS only,
+/// Downloads association files under the rules Apple's downloader applies: HTTPS only,
 /// no redirects, `.well-known` then the legacy root path on 404, a decoded-size cap, timeouts,
 /// transient failures retried, private addresses refused unless allowed.
 public struct AASAFetcher: Sendable {

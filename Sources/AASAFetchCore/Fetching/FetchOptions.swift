@@ -1,6 +1,6 @@
 import CurlTransport
 
-/// How downloads are made (SPEC §2). The defaults are Apple's.
+/// How downloads are made. The defaults are Apple's.
 public struct FetchOptions: Sendable, Hashable {
     /// The `User-Agent` (Apple's CDN sends `AASA-Bot/1.0.0` to origin servers).
     public var userAgent: String = "AASA-Bot/1.0.0"

@@ -44,7 +44,7 @@ public struct EntryVerdict: Sendable, Hashable, Encodable {
     }
 }
 
-/// The verdict on one downloaded host: SPEC §7's per-domain record.
+/// The verdict on one downloaded host: the per-domain record of every run.
 public struct DomainReport: Sendable, Encodable {
     /// The host fetched.
     public var host: String

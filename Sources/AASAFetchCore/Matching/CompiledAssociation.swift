@@ -1,6 +1,6 @@
 /// An association file's `applinks` compiled once for matching many URLs.
 ///
-/// Semantics (SPEC §6, apple-behavior.md §4, the conformance cases):
+/// Semantics (Apple's documentation, the conformance cases checked against `swcutil`):
 /// * details in file order; only details that list the app (``AppLinksDetail/appIDs``) count;
 ///   the first of them that reaches a decision decides, else the next one is tried;
 /// * inside a detail with `components`, the first component whose specified parts (`/`, `?`,

@@ -18,7 +18,7 @@ public struct HostMatchOutcome: Sendable, Hashable {
 
 /// Matches URLs against the association files of an app's `applinks` entitlement entries.
 ///
-/// Candidate files for a URL's host (SPEC §6, apple-behavior.md §4.2): the file of the exact
+/// Candidate files for a URL's host (as Apple's `swcutil` reads them): the file of the exact
 /// entitlement host first, then for each `*.D` entry whose `D` the host ends in (`.D`, at least
 /// one more label; `*.D` never covers `D`) the file downloaded from `D`, longest `D` first. The
 /// first file that reaches a decision decides; no decision in one file moves to the next.

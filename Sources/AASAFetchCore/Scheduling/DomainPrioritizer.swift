@@ -1,4 +1,4 @@
-/// Orders hosts the way Apple's downloader prioritises them (SPEC §5): tier 0 `.com`, `.net`,
+/// Orders hosts the way Apple's downloader prioritises them: tier 0 `.com`, `.net`,
 /// `.org`; tier 1 the ccTLDs and internationalised ccTLDs of the user's region; tier 2 the rest.
 /// Inside a tier the entitlement order is kept. Priority orders downloads; it never drops one.
 public struct DomainPrioritizer: Sendable, Hashable {

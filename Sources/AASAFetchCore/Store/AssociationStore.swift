@@ -2,7 +2,7 @@ import Foundation
 
 /// Where association results live between runs: hosts with their last result, last approved
 /// file, validators, failure count, next check and lease; the entries and app IDs that need each
-/// host; and a history of changes (SPEC §5).
+/// host; and a history of changes.
 ///
 /// Every operation is one transaction. Errors are ``StoreError`` values with a stable code.
 /// ``SQLiteAssociationStore`` (one file, one machine) and ``PostgresAssociationStore`` (one

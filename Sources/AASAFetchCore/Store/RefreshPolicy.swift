@@ -1,6 +1,6 @@
 import Foundation
 
-/// How a download is classified for the refresh schedule (SPEC §5).
+/// How a download is classified for the refresh schedule.
 public enum RefreshOutcome: String, Sendable, Hashable, Codable {
     /// A file that decoded (`ok`), with a 200.
     case approved
@@ -12,7 +12,7 @@ public enum RefreshOutcome: String, Sendable, Hashable, Codable {
     case denied
 }
 
-/// When a host is checked again, and what recording a download changes (SPEC §5). Pure: the
+/// When a host is checked again, and what recording a download changes. Pure: the
 /// current time is passed in, so tests use any clock.
 ///
 /// - approved (200 or 304): after the response's `max-age` (`Cache-Control`) bounded to
@@ -38,7 +38,7 @@ public struct RefreshPolicy: Sendable, Hashable {
     /// The pause after a denied answer (24 h).
     public var deniedRetry: TimeInterval = 86400
 
-    /// The policy of SPEC §5.
+    /// The documented refresh policy.
     public init() {}
 
     /// Failure codes that are transient (429 keeps `http-client-error` but is transient).
