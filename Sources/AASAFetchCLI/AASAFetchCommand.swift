@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The root `aasa-fetch` command. Without a subcommand it runs ``Fetch``.
 public struct AASAFetchCommand: AsyncParsableCommand {
@@ -24,7 +25,57 @@ public enum AASAFetchVersion {
 
 extension AASAFetchCommand {
     /// Parses the process arguments, runs the chosen command and exits with its status.
+    ///
+    /// Every error of every command ends here and is reported the same way
+    /// (``Console/report(_:details:)``): `aasa-fetch: CODE: message` on standard error, with
+    /// `--json` also `{"schemaVersion", "error": {"code", "message"}}` on standard output. Usage
+    /// errors (exit 64) have the code `usage`; help and `--version` print as usual.
     public static func runFromCommandLine() async {
-        await main()
+        await run(arguments: Array(CommandLine.arguments.dropFirst()))
+    }
+
+    static func run(arguments: [String]) async {
+        let console = Console.standard
+        // Before parsing, so that a usage error is a JSON document too.
+        if arguments.prefix(while: { $0 != "--" }).contains("--json") { console.expectJSON() }
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(reporting: error, console: console)
+        }
+    }
+
+    /// Reports `error` and exits with its status.
+    static func exit(reporting error: any Error, console: Console) -> Never {
+        switch error {
+        case let failure as CommandFailure:
+            console.report(failure)
+            Self.exit(withError: failure.status)
+        case let status as ExitCode:
+            // A command's own answer (1: a failure found); it printed what it found.
+            Self.exit(withError: status)
+        default:
+            let status = exitCode(for: error)
+            if status == .success {
+                // --help, --version: printed on standard output by the argument parser.
+                Self.exit(withError: error)
+            }
+            let message = self.message(for: error)
+            if status == ExitStatus.usage {
+                // The parser's text after its own first line: the argument's help and the usage.
+                var lines = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
+                if let first = lines.first, first.hasSuffix(message) { lines.removeFirst() }
+                console.report(CommandFailure(code: "usage", message: message, status: ExitStatus.usage),
+                               details: lines.joined(separator: "\n").trimmingCharacters(in: .newlines))
+                Self.exit(withError: ExitStatus.usage)
+            }
+            console.report(CommandFailure(code: "internal-error", message: message.isEmpty ? "\(error)" : message))
+            Self.exit(withError: ExitStatus.cannotRun)
+        }
     }
 }

@@ -1,4 +1,6 @@
+import AASAFetchCore
 import Foundation
+import Synchronization
 
 /// Where commands write: results to standard output, logs, warnings and progress to standard error.
 ///
@@ -24,7 +26,12 @@ public struct Console: Sendable {
 
     /// Writes a line to standard output.
     public func out(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        write(line + "\n")
+    }
+
+    /// Writes text to standard output as it is.
+    public func write(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
     }
 
     /// Writes a line to standard error.
@@ -32,10 +39,61 @@ public struct Console: Sendable {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
-    /// Writes an `Encodable` value as pretty-printed JSON (sorted keys, no escaped slashes) to standard output.
+    /// Writes an `Encodable` value as one pretty JSON document (``JSONOutput/string(_:)``) to
+    /// standard output. A failure after it is reported on standard error only, so standard output
+    /// holds one document.
     public func json<T: Encodable>(_ value: T) throws {
-        out(try JSONOutput.string(value))
+        let text = try JSONOutput.string(value)
+        Self.state.withLock { $0.documentWritten = true }
+        out(text)
     }
+
+    /// Writes an `Encodable` value as one compact JSON line (``JSONOutput/line(_:)``) to standard
+    /// output: the line protocols (`match --json`, `match --cases`, `refresh --watch/--worker --json`).
+    public func jsonLine<T: Encodable>(_ value: T) throws {
+        out(try JSONOutput.line(value))
+    }
+
+    /// Marks the start of a document written piece by piece (the streaming run).
+    func beginDocument() {
+        Self.state.withLock { $0.documentWritten = true }
+    }
+
+    /// Says that this run answers in JSON: `--json` was given (`lines`: as a line protocol, one
+    /// compact object a line), so a failure is also written as a JSON error document.
+    public func expectJSON(lines: Bool = false) {
+        Self.state.withLock {
+            $0.json = true
+            $0.lines = $0.lines || lines
+        }
+    }
+
+    /// Writes `aasa-fetch: CODE: message` to standard error: the one form of every error and
+    /// warning line of every command.
+    public func diagnostic(_ code: String, _ message: String) {
+        err("aasa-fetch: \(code): \(message)")
+    }
+
+    /// Reports a failure that ends the command: its line on standard error and, when the run
+    /// answers in JSON and no document was written yet, the error document on standard output
+    /// (``ErrorDocument``; one compact line in a line protocol). `details` (usage text) follows the
+    /// line on standard error.
+    public func report(_ failure: CommandFailure, details: String? = nil) {
+        diagnostic(failure.code, failure.message)
+        if let details, !details.isEmpty { err(details) }
+        let (json, lines, written) = Self.state.withLock { ($0.json, $0.lines, $0.documentWritten) }
+        guard json, !written else { return }
+        let document = ErrorDocument(error: .init(code: failure.code, message: failure.message))
+        if let text = try? (lines ? JSONOutput.line(document) : JSONOutput.string(document)) { out(text) }
+    }
+
+    private struct State {
+        var json = false
+        var lines = false
+        var documentWritten = false
+    }
+
+    private static let state = Mutex(State())
 
     /// Wraps `text` in an ANSI colour when standard output is a terminal.
     public func paint(_ text: String, _ color: ANSIColor) -> String {
@@ -52,19 +110,33 @@ public enum ANSIColor: String, Sendable {
     case bold = "1"
 }
 
-/// The JSON encoding every command uses for `--json`.
+/// The JSON encoding every command uses for `--json`: ``ReportJSONWriter`` (every key present,
+/// `null` for an absent value, keys in declaration order, ISO 8601 dates).
 public enum JSONOutput {
-    /// Encodes a value as pretty, key-sorted JSON without escaped slashes.
+    /// Encodes a value as one pretty document (two spaces per level).
     public static func string<T: Encodable>(_ value: T) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        try ReportJSONWriter(style: .pretty).string(value)
     }
 
     /// Encodes a value as one compact JSON line (for line protocols).
     public static func line<T: Encodable>(_ value: T) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        try ReportJSONWriter(style: .compact).string(value)
     }
+}
+
+/// What a command that cannot run prints with `--json`:
+/// `{"schemaVersion": 1, "error": {"code": "...", "message": "..."}}`.
+public struct ErrorDocument: Encodable, Sendable {
+    /// The failure.
+    public struct Failure: Encodable, Sendable {
+        /// The stable code (`usage` for a usage error).
+        public var code: String
+        /// What happened, for people.
+        public var message: String
+    }
+
+    /// The JSON shape's version.
+    public var schemaVersion = JSONSchemaVersion.current
+    /// The failure.
+    public var error: Failure
 }

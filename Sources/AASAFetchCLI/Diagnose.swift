@@ -48,13 +48,7 @@ extension AASAFetchCommand {
 
         func run() async throws {
             let console = Console.standard
-            let loaded: (entries: [AssociatedDomainEntry], appIDs: [String], source: AppIDSource, findings: [Finding])
-            do {
-                loaded = try load()
-            } catch let failure as CommandFailure {
-                console.err("aasa-fetch: \(failure.code): \(failure.message)")
-                throw ExitStatus.cannotRun
-            }
+            let loaded = try load()
             let options = network.fetchOptions
             let client = CurlClient(
                 maxConnections: options.concurrency,

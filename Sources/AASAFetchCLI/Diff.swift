@@ -9,21 +9,23 @@ import Foundation
 /// Human output (stdout): one line per change, `kind service appID: description`, followed by
 /// `- ` lines (before) and `+ ` lines (after) where useful; `no semantic change` otherwise.
 ///
-/// `--json` output (stdout):
+/// `--json` output (stdout), every key present (`null` when it does not apply):
 /// ```json
 /// {
-///   "old": "old.json", "new": "new.json", "changed": true,
+///   "schemaVersion": 1, "old": "old.json", "new": "new.json", "changed": true,
 ///   "changes": [
 ///     {"kind": "app-added", "service": "applinks", "appID": "ABCDE12345.com.example.app",
-///      "description": "ABCDE12345.com.example.app added to applinks"},
+///      "description": "ABCDE12345.com.example.app added to applinks", "before": null, "after": null},
 ///     {"kind": "rules-changed", "service": "applinks", "appID": "…", "description": "…",
-///      "before": "2. {\"/\":\"/old/*\"}", "after": "2. {\"/\":\"/new/*\"}"}
+///      "before": [{"position": 2, "component": {"/": "/old/*", "?": null, "#": null, "exclude": false,
+///                  "caseSensitive": null, "percentEncoded": null}, "path": null}],
+///      "after": [{"position": 2, "component": {"/": "/new/*", …}, "path": null}]}
 ///   ]
 /// }
 /// ```
-/// When an input cannot be used, `changed` is absent, `changes` is empty and `error` is
-/// `{"file": "new.json", "code": "file-unreadable" | "invalid-json" | "not-an-association-file",
-/// "message": "…"}` (the message is also written to standard error).
+/// When an input cannot be used the command cannot run: `aasa-fetch: CODE: message` on standard
+/// error and, with `--json`, the error document (`file-unreadable`, `invalid-json`,
+/// `not-an-association-file`).
 ///
 /// Exit status: 0 no semantic change, 1 changes found, 2 an input is unreadable, not JSON or
 /// not an association file.
@@ -51,27 +53,25 @@ public struct Diff: AsyncParsableCommand {
 
     /// Runs the command: writes the report and throws the exit status (1 or 2) when not 0.
     public func run() async throws {
-        let report = Self.report(old: old, new: new, read: Lint.readFile)
+        let report = try Self.report(old: old, new: new, read: Lint.readFile)
         let console = Console.standard
-        if let error = report.error {
-            console.err("error: \(error.code): \(error.message)")
-        }
         if json {
             try console.json(report)
-        } else if report.error == nil {
+        } else {
             for line in Self.render(report) { console.out(line) }
         }
         if let status = Self.exitStatus(report) { throw status }
     }
 
-    /// The process exit status of a report: `nil` for no change, else 1 or 2.
+    /// The process exit status of a report: `nil` for no change, else 1.
     public static func exitStatus(_ report: DiffReport) -> ExitCode? {
-        if report.error != nil { return ExitStatus.cannotRun }
-        return report.changes.isEmpty ? nil : ExitStatus.failure
+        report.changes.isEmpty ? nil : ExitStatus.failure
     }
 
     /// Reads, decodes and compares two files; `read` supplies the bytes (tests pass their own).
-    public static func report(old: String, new: String, read: (String) throws -> [UInt8]) -> DiffReport {
+    /// An input that cannot be used is a failure (`file-unreadable`, `invalid-json`,
+    /// `not-an-association-file`; exit 2).
+    public static func report(old: String, new: String, read: (String) throws -> [UInt8]) throws(CommandFailure) -> DiffReport {
         var report = DiffReport(old: old, new: new)
         var documents: [AASADocument] = []
         for path in [old, new] {
@@ -79,18 +79,15 @@ public struct Diff: AsyncParsableCommand {
             do {
                 bytes = try read(path)
             } catch {
-                report.error = .init(file: path, code: "file-unreadable", message: "cannot read \(path): \((error as NSError).localizedDescription)")
-                return report
+                throw CommandFailure(code: "file-unreadable", message: "cannot read \(path): \((error as NSError).localizedDescription)")
             }
             switch AASADecoder.decode(bytes) {
             case .document(let document, _):
                 documents.append(document)
             case .invalidJSON(let error, _):
-                report.error = .init(file: path, code: "invalid-json", message: "\(path):\(error.line):\(error.column): \(error.message)")
-                return report
+                throw CommandFailure(code: "invalid-json", message: "\(path):\(error.line):\(error.column): \(error.message)")
             case .notAnAssociationFile(let reason, _):
-                report.error = .init(file: path, code: "not-an-association-file", message: "\(path): \(reason)")
-                return report
+                throw CommandFailure(code: "not-an-association-file", message: "\(path): \(reason)")
             }
         }
         report.changes = AASADiff.changes(from: documents[0], to: documents[1])
@@ -107,8 +104,8 @@ public struct Diff: AsyncParsableCommand {
             if let service = change.service { head += " \(service.name)" }
             if let app = change.appID { head += " \(app)" }
             lines.append("\(head): \(change.description)")
-            for line in (change.before ?? "").split(separator: "\n", omittingEmptySubsequences: true) { lines.append("  - \(line)") }
-            for line in (change.after ?? "").split(separator: "\n", omittingEmptySubsequences: true) { lines.append("  + \(line)") }
+            for line in (change.beforeText ?? "").split(separator: "\n", omittingEmptySubsequences: true) { lines.append("  - \(line)") }
+            for line in (change.afterText ?? "").split(separator: "\n", omittingEmptySubsequences: true) { lines.append("  + \(line)") }
         }
         return lines
     }
@@ -116,26 +113,16 @@ public struct Diff: AsyncParsableCommand {
 
 /// The result of `aasa-fetch diff` (its `--json` output).
 public struct DiffReport: Sendable, Codable, Hashable {
-    /// Why an input could not be used.
-    public struct InputError: Sendable, Codable, Hashable {
-        /// The file concerned.
-        public var file: String
-        /// `file-unreadable`, `invalid-json` or `not-an-association-file`.
-        public var code: String
-        /// What happened.
-        public var message: String
-    }
-
+    /// The JSON shape's version.
+    public var schemaVersion = JSONSchemaVersion.current
     /// The earlier file's path.
     public var old: String
     /// The later file's path.
     public var new: String
-    /// Whether anything changed; absent when an input could not be used.
-    public var changed: Bool?
+    /// Whether anything changed.
+    public var changed = false
     /// The changes in ``AASADiff`` order.
     public var changes: [AASAChange] = []
-    /// Set when an input could not be used.
-    public var error: InputError?
 
     /// Creates an empty report.
     public init(old: String, new: String) {

@@ -35,8 +35,7 @@ extension AASAFetchCommand {
             do {
                 inspection = try AppInspector.inspect(path: path)
             } catch {
-                console.err("aasa-fetch: \(error.code): \(error.message.contains(path) ? error.message : "\(path): \(error.message)")")
-                throw ExitStatus.cannotRun
+                throw CommandFailure(code: error.code, message: error.message.contains(path) ? error.message : "\(path): \(error.message)")
             }
             var findings = inspection.findings
             var project: EntitlementsReport.Project?
@@ -46,8 +45,7 @@ extension AASAFetchCommand {
                 do {
                     file = try EntitlementsFile.read(path: compare)
                 } catch {
-                    console.err("aasa-fetch: \(error.code): \(compare): \(error.message)")
-                    throw ExitStatus.cannotRun
+                    throw CommandFailure(code: error.code, message: "\(compare): \(error.message)")
                 }
                 var table: [String: String] = [:]
                 for definition in definitions {
@@ -126,21 +124,6 @@ struct EntitlementsReport: Encodable {
         var teamIdentifier: String?
         var associatedDomains: [String?]?
         var entitlements: [String: PlistValue]
-
-        private enum CodingKeys: String, CodingKey {
-            case source, blobs, architectures, applicationIdentifier, teamIdentifier, associatedDomains, entitlements
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(source, forKey: .source)
-            try c.encode(blobs, forKey: .blobs)
-            try c.encode(architectures, forKey: .architectures)
-            try c.encode(applicationIdentifier, forKey: .applicationIdentifier)
-            try c.encode(teamIdentifier, forKey: .teamIdentifier)
-            try c.encode(associatedDomains, forKey: .associatedDomains)
-            try c.encode(entitlements, forKey: .entitlements)
-        }
     }
 
     struct Profile: Encodable {
@@ -156,45 +139,15 @@ struct EntitlementsReport: Encodable {
         var allowsAnyDomain: Bool
         var associatedDomains: [String?]?
         var entitlements: [String: PlistValue]
-
-        private enum CodingKeys: String, CodingKey {
-            case path, name, uuid, teamIdentifiers, teamName, applicationIdentifierPrefixes, applicationIdentifier
-            case expirationDate, expired, allowsAnyDomain, associatedDomains, entitlements
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(path, forKey: .path)
-            try c.encode(name, forKey: .name)
-            try c.encode(uuid, forKey: .uuid)
-            try c.encode(teamIdentifiers, forKey: .teamIdentifiers)
-            try c.encode(teamName, forKey: .teamName)
-            try c.encode(applicationIdentifierPrefixes, forKey: .applicationIdentifierPrefixes)
-            try c.encode(applicationIdentifier, forKey: .applicationIdentifier)
-            try c.encode(expirationDate.map { ISO8601DateFormatter().string(from: $0) }, forKey: .expirationDate)
-            try c.encode(expired, forKey: .expired)
-            try c.encode(allowsAnyDomain, forKey: .allowsAnyDomain)
-            try c.encode(associatedDomains, forKey: .associatedDomains)
-            try c.encode(entitlements, forKey: .entitlements)
-        }
     }
 
     struct Project: Encodable {
         var path: String
         var applicationIdentifier: String?
         var associatedDomains: [String?]
-
-        private enum CodingKeys: String, CodingKey { case path, applicationIdentifier, associatedDomains }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(path, forKey: .path)
-            try c.encode(applicationIdentifier, forKey: .applicationIdentifier)
-            try c.encode(associatedDomains, forKey: .associatedDomains)
-        }
     }
 
-    var schemaVersion = 1
+    var schemaVersion = JSONSchemaVersion.current
     var path: String
     var kind: AppInspection.Kind
     var bundle: String?
@@ -207,9 +160,8 @@ struct EntitlementsReport: Encodable {
     var project: Project?
     var findings: [Finding]
     var differences: Int
-
     /// No error finding and no difference with the compared file.
-    var ok: Bool { !findings.containsError && differences == 0 }
+    var ok: Bool
 
     init(inspection: AppInspection, project: Project?, findings: [Finding], differences: Int) {
         path = inspection.path
@@ -239,27 +191,6 @@ struct EntitlementsReport: Encodable {
         self.project = project
         self.findings = findings
         self.differences = differences
-    }
-
-    private enum CodingKeys: String, CodingKey {
-        case schemaVersion, path, kind, bundle, executable, bundleIdentifier, appID, teamID, signature, profile, project, findings, differences, ok
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(path, forKey: .path)
-        try c.encode(kind, forKey: .kind)
-        try c.encode(bundle, forKey: .bundle)
-        try c.encode(executable, forKey: .executable)
-        try c.encode(bundleIdentifier, forKey: .bundleIdentifier)
-        try c.encode(appID, forKey: .appID)
-        try c.encode(teamID, forKey: .teamID)
-        try c.encode(signature, forKey: .signature)
-        try c.encode(profile, forKey: .profile)
-        try c.encode(project, forKey: .project)
-        try c.encode(findings, forKey: .findings)
-        try c.encode(differences, forKey: .differences)
-        try c.encode(ok, forKey: .ok)
+        ok = !findings.containsError && differences == 0
     }
 }

@@ -12,17 +12,22 @@ public enum ExitStatus {
     public static let usage = ExitCode(64)
 }
 
-/// An error that stops a command before it can answer: printed to stderr with its code, exit 2.
+/// An error that stops a command: thrown to the entry point, which reports it in one place
+/// (``Console/report(_:details:)``: `aasa-fetch: CODE: message` on standard error, and the JSON
+/// error document with `--json`) and exits with its status.
 public struct CommandFailure: Error, CustomStringConvertible {
     /// A stable code (e.g. `entitlements-unreadable`).
     public var code: String
     /// What happened, for people.
     public var message: String
+    /// The exit status: 2 (could not run) unless said otherwise.
+    public var status: ExitCode
 
     /// Creates a failure.
-    public init(code: String, message: String) {
+    public init(code: String, message: String, status: ExitCode = ExitStatus.cannotRun) {
         self.code = code
         self.message = message
+        self.status = status
     }
 
     public var description: String { "\(code): \(message)" }

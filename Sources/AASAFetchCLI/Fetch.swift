@@ -50,8 +50,7 @@ extension AASAFetchCommand {
                     let opened = try await store.open(create: true)
                     recording = (opened, try await StoreSession.register(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date()))
                 } catch {
-                    console.err("aasa-fetch: \(error.code): \(error.message) (--no-store runs without it)")
-                    throw ExitStatus.cannotRun
+                    throw CommandFailure(code: error.code, message: "\(error.message) (--no-store runs without it)")
                 }
             }
             let options = network.fetchOptions
@@ -85,10 +84,7 @@ extension AASAFetchCommand {
                 HumanRenderer(console: console).renderRun(report)
             }
             let storeFailure = await recordingTask?.value ?? nil
-            if let storeFailure {
-                console.err("aasa-fetch: \(storeFailure.code): \(storeFailure.message)")
-                throw ExitStatus.cannotRun
-            }
+            if let storeFailure { throw storeFailure }
             if !report.succeeded { throw ExitStatus.failure }
         }
 
@@ -108,8 +104,7 @@ extension AASAFetchCommand {
             do {
                 spool = try RunSpool(prioritizer: DomainPrioritizer(region: region))
             } catch {
-                console.err("aasa-fetch: \(error.code): \(error.message)")
-                throw ExitStatus.cannotRun
+                throw CommandFailure(code: error.code, message: error.message)
             }
             let signals = SpoolCleanup.install(spool)
             defer {
@@ -122,9 +117,7 @@ extension AASAFetchCommand {
                 settled = try input.loadSpooled(into: spool)
                 source = try SpoolSource(spool: spool)
             } catch {
-                let failure = CommandFailure(spool: error)
-                console.err("aasa-fetch: \(failure.code): \(failure.message)")
-                throw ExitStatus.cannotRun
+                throw CommandFailure(spool: error)
             }
             try await runStreaming(source: source, settled: settled, region: region, console: console) { store throws(CommandFailure) in
                 try await StoreSession.registerInChunks(spool: spool, appIDs: settled.appIDs, in: store, now: Date())
@@ -146,8 +139,7 @@ extension AASAFetchCommand {
                     try await register(opened)
                     recordIn = opened
                 } catch {
-                    console.err("aasa-fetch: \(error.code): \(error.message) (--no-store runs without it)")
-                    throw ExitStatus.cannotRun
+                    throw CommandFailure(code: error.code, message: "\(error.message) (--no-store runs without it)")
                 }
             }
             let options = network.fetchOptions
@@ -165,10 +157,7 @@ extension AASAFetchCommand {
             )
             let (summary, failure) = await streaming.run()
             await client.shutdown()
-            if let failure {
-                console.err("aasa-fetch: \(failure.code): \(failure.message)")
-                throw ExitStatus.cannotRun
-            }
+            if let failure { throw failure }
             if let summary, summary.failed > 0 { throw ExitStatus.failure }
         }
     }

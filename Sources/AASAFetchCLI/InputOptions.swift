@@ -73,15 +73,10 @@ struct InputOptions: ParsableArguments {
         var findings: [Finding]
     }
 
-    /// ``load()`` for a command: an input that cannot be read is reported on standard error with its
-    /// code, and the command exits 2.
+    /// ``load()`` for a command: an input that cannot be read ends the command with its
+    /// ``CommandFailure`` (reported by the entry point, exit 2).
     func loadOrExit(console: Console) throws -> Loaded {
-        do {
-            return try load()
-        } catch let failure as CommandFailure {
-            console.err("aasa-fetch: \(failure.code): \(failure.message)")
-            throw ExitStatus.cannotRun
-        }
+        try load()
     }
 
     /// Reads the entitlements and lists, parses every entry and settles the app IDs.

@@ -11,22 +11,24 @@ import Foundation
 /// `--json` output (stdout):
 /// ```json
 /// {
-///   "errors": 1, "warnings": 2, "infos": 0, "unreadable": 0,
+///   "schemaVersion": 1, "errors": 1, "warnings": 2, "infos": 0, "unreadable": 0,
 ///   "files": [
 ///     {
 ///       "path": "apple-app-site-association", "size": 512, "errors": 1, "warnings": 2, "infos": 0,
 ///       "findings": [
-///         {"code": "invalid-json", "severity": "error", "location": "5:5",
-///          "message": "invalid JSON at line 5, column 5: …", "fix": "Remove the comma …"}
-///       ]
+///         {"code": "invalid-json", "severity": "error", "message": "invalid JSON at line 5, column 5: …",
+///          "location": "5:5", "line": 5, "column": 5, "fix": "Remove the comma …"}
+///       ],
+///       "readError": null
 ///     },
-///     {"path": "missing.json", "errors": 0, "warnings": 0, "infos": 0, "findings": [],
+///     {"path": "missing.json", "size": null, "errors": 0, "warnings": 0, "infos": 0, "findings": [],
 ///      "readError": {"code": "file-unreadable", "message": "…"}}
 ///   ]
 /// }
 /// ```
 /// `location` is a JSON pointer (`/applinks/details/0/appIDs/1`), `line:column` for
-/// `invalid-json`, or absent for whole-file findings; absent fields are omitted.
+/// `invalid-json`, or `null` for whole-file findings; `line` and `column` are where the finding
+/// points in the file (`null` for whole-file findings). Every key is present (`null` when absent).
 ///
 /// Exit status: 0 no error findings (warnings allowed), 1 at least one error finding,
 /// 2 a file could not be read (takes precedence). `-` reads standard input.
@@ -66,9 +68,9 @@ public struct Lint: AsyncParsableCommand {
             try console.json(report)
         } else {
             for line in Self.render(report, console: console) { console.out(line) }
-            for file in report.files {
-                if let e = file.readError { console.err("error: \(e.code): \(e.message)") }
-            }
+        }
+        for file in report.files {
+            if let e = file.readError { console.diagnostic(e.code, e.message) }
         }
         if let status = Self.exitStatus(report) { throw status }
     }
@@ -142,8 +144,8 @@ public struct Lint: AsyncParsableCommand {
 
 /// The result of `aasa-fetch lint` (its `--json` output).
 public struct LintReport: Sendable, Codable, Hashable {
-    /// One entry per file, in argument order.
-    public var files: [LintFileReport]
+    /// The JSON shape's version.
+    public var schemaVersion = JSONSchemaVersion.current
     /// Error findings over all files.
     public var errors = 0
     /// Warning findings over all files.
@@ -152,6 +154,8 @@ public struct LintReport: Sendable, Codable, Hashable {
     public var infos = 0
     /// Files that could not be read.
     public var unreadable = 0
+    /// One entry per file, in argument order.
+    public var files: [LintFileReport]
 
     /// Creates a report.
     public init(files: [LintFileReport]) {

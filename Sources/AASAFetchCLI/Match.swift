@@ -64,20 +64,12 @@ extension AASAFetchCommand {
                 try runCases(cases, console: console)
                 return
             }
-            let urls: [String]
-            let matcher: URLMatcher
-            let fileApps: [String]
-            do {
-                urls = try allURLs()
-                (matcher, fileApps) = try await makeMatcher(urls: urls, console: console)
-            } catch let failure as CommandFailure {
-                console.err("aasa-fetch: \(failure.code): \(failure.message)")
-                throw ExitStatus.cannotRun
-            }
+            if json { console.expectJSON(lines: true) }
+            let urls = try allURLs()
+            let (matcher, fileApps) = try await makeMatcher(urls: urls, console: console)
             let apps = appIDs.isEmpty ? fileApps : appIDs
             guard !apps.isEmpty else {
-                console.err("aasa-fetch: no-app-id: the files name no app for applinks; pass --app-id")
-                throw ExitStatus.cannotRun
+                throw CommandFailure(code: "no-app-id", message: "the files name no app for applinks; pass --app-id")
             }
             var allMatch = true
             for url in urls {
@@ -85,7 +77,7 @@ extension AASAFetchCommand {
                     let explanation = matcher.explain(url: url, appID: app)
                     if explanation.decision != .match { allMatch = false }
                     if json {
-                        console.out(try JSONOutput.line(explanation))
+                        try console.jsonLine(explanation)
                     } else {
                         render(explanation, console: console)
                     }
@@ -210,7 +202,7 @@ extension AASAFetchCommand {
             }
             for result in results {
                 guard let document = result.document else {
-                    console.err("aasa-fetch: \(result.host): \(result.code): \(result.reason)")
+                    console.diagnostic(result.code, "\(result.host): \(result.reason)")
                     continue
                 }
                 files[result.host] = CompiledAssociation(document: document)
@@ -219,24 +211,25 @@ extension AASAFetchCommand {
             return (URLMatcher(entitlementDomains: entries.compactMap(\.normalized), files: files), appID.map { [$0] } ?? apps)
         }
 
-        /// The conformance line protocol.
+        /// The conformance line protocol: one ``CaseReply`` line per input line.
         private func runCases(_ path: String, console: Console) throws {
+            console.expectJSON(lines: true)
             let data: Data
             do {
                 data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
             } catch {
-                console.err("aasa-fetch: file-unreadable: cannot read \(path): \(error.localizedDescription)")
-                throw ExitStatus.cannotRun
+                throw CommandFailure(code: "file-unreadable", message: "cannot read \(path): \(error.localizedDescription)")
             }
             var cache: [Data: CompiledAssociation] = [:]
             var failed = false
             for line in data.split(separator: UInt8(ascii: "\n")) where !line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) {
-                var response: [String: Any] = [:]
+                var reply = CaseReply()
                 do {
+                    // The id is echoed exactly (any JSON value), so it is read with our parser.
+                    reply.id = (try? JSONParser.parse(Array(line)))?.root.member("id").map { CaseReply.ID($0.value) }
                     guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
                         throw CommandFailure(code: "invalid-line", message: "a line is not a JSON object")
                     }
-                    response["id"] = object["id"] ?? NSNull()
                     guard let aasa = object["aasa"], let url = object["url"] as? String, let appID = object["appId"] as? String else {
                         throw CommandFailure(code: "invalid-line", message: "a line needs aasa, url and appId")
                     }
@@ -249,19 +242,67 @@ extension AASAFetchCommand {
                         compiled = CompiledAssociation(document: try Self.decode([UInt8](bytes), name: "aasa"))
                         cache[bytes] = compiled
                     }
-                    response["decision"] = compiled.decide(url: url, appID: appID, domain: domain).decision.rawValue
+                    reply.decision = compiled.decide(url: url, appID: appID, domain: domain).decision.rawValue
                 } catch let failure as CommandFailure {
                     failed = true
-                    response["error"] = "\(failure.code): \(failure.message)"
+                    reply.error = .init(code: failure.code, message: failure.message)
                 } catch {
                     failed = true
-                    response["error"] = "invalid-line: \(error.localizedDescription)"
+                    reply.error = .init(code: "invalid-line", message: error.localizedDescription)
                 }
-                if response["id"] == nil { response["id"] = NSNull() }
-                let out = try JSONSerialization.data(withJSONObject: response, options: [.sortedKeys, .withoutEscapingSlashes])
-                console.out(String(decoding: out, as: UTF8.self))
+                try console.jsonLine(reply)
             }
             if failed { throw ExitStatus.failure }
         }
     }
+}
+
+/// One reply of the conformance line protocol (`match --cases`): `{"schemaVersion", "id",
+/// "decision", "error"}`; `decision` is `null` when the line could not be used, `error` otherwise.
+struct CaseReply: Encodable {
+    /// The `id` of the request, echoed as any JSON value.
+    struct ID: Encodable {
+        let value: JSONValue
+
+        init(_ value: JSONValue) {
+            self.value = value
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            switch value.kind {
+            case .null:
+                var single = encoder.singleValueContainer()
+                try single.encodeNil()
+            case .bool(let bool):
+                var single = encoder.singleValueContainer()
+                try single.encode(bool)
+            case .number(let number):
+                var single = encoder.singleValueContainer()
+                if let integer = Int(number.text) { try single.encode(integer) } else { try single.encode(number.value) }
+            case .string(let string):
+                var single = encoder.singleValueContainer()
+                try single.encode(string)
+            case .array(let elements):
+                var unkeyed = encoder.unkeyedContainer()
+                for element in elements { try unkeyed.encode(ID(element)) }
+            case .object:
+                var keyed = encoder.container(keyedBy: JSONMemberKey.self)
+                for member in value.uniqueMembers { try keyed.encode(ID(member.value), forKey: JSONMemberKey(member.key)) }
+            }
+        }
+    }
+
+    /// A member name as a coding key.
+    struct JSONMemberKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ string: String) { stringValue = string }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    var schemaVersion = JSONSchemaVersion.current
+    var id: ID?
+    var decision: String?
+    var error: ErrorDocument.Failure?
 }

@@ -49,22 +49,10 @@ struct PlanOutput: Encodable {
         var entries: [String]
     }
 
-    var schemaVersion = 1
+    var schemaVersion = JSONSchemaVersion.current
     var region: String?
     var appIDs: [String]
     var entries: [EntryVerdict]
     var fetches: [Fetch]
     var findings: [Finding]
-
-    private enum CodingKeys: String, CodingKey { case schemaVersion, region, appIDs, entries, fetches, findings }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(region, forKey: .region)
-        try c.encode(appIDs, forKey: .appIDs)
-        try c.encode(entries, forKey: .entries)
-        try c.encode(fetches, forKey: .fetches)
-        try c.encode(findings, forKey: .findings)
-    }
 }

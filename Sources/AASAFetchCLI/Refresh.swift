@@ -57,13 +57,8 @@ extension AASAFetchCommand {
 
         func run() async throws {
             let console = Console.standard
-            let database: any AssociationStore
-            do {
-                database = try await store.open(create: false)
-            } catch {
-                console.err("aasa-fetch: \(error.code): \(error.message)")
-                throw ExitStatus.cannotRun
-            }
+            if json { console.expectJSON(lines: watch || worker) }
+            let database = try await store.open(create: false)
             let stop = StopSignal()
             let signals = SignalStop.install(stop)
             defer { signals.forEach { $0.cancel() } }
@@ -99,10 +94,7 @@ extension AASAFetchCommand {
                 if !watch || stop.isStopped { break }
             } while !(await stop.sleep(for: .milliseconds(Int(pause * 1000))))
             await client.shutdown()
-            if let failure {
-                console.err("aasa-fetch: \(failure.code): \(failure.message)")
-                throw ExitStatus.cannotRun
-            }
+            if let failure { throw failure }
             if watch {
                 if !quiet { console.err("aasa-fetch refresh: stopped") }
                 return
@@ -126,13 +118,11 @@ extension AASAFetchCommand {
                     case .idle:
                         break
                     case .storeUnavailable(let error, let retry):
-                        if !quiet { console.err("aasa-fetch refresh: \(error.code): \(error.message); retrying in \(Int(retry.rounded(.up))) s") }
+                        if !quiet { console.diagnostic(error.code, "\(error.message); retrying in \(Int(retry.rounded(.up))) s") }
                     }
                 }
             } catch {
-                let failure = CommandFailure(storeCall: error)
-                console.err("aasa-fetch: \(failure.code): \(failure.message)")
-                throw ExitStatus.cannotRun
+                throw CommandFailure(storeCall: error)
             }
             if !quiet { console.err("aasa-fetch refresh: worker \(job.owner) stopped") }
         }
@@ -155,7 +145,7 @@ extension AASAFetchCommand {
         private static func render(_ report: RefreshReport, json: Bool, quiet: Bool, lines: Bool, worker: Bool, console: Console) {
             if !quiet && !report.leaseLost.isEmpty {
                 let hosts = report.leaseLost.map(\.description).joined(separator: ", ")
-                console.err("aasa-fetch refresh: lease-lost: \(report.leaseLost.count) host(s) were taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
+                console.diagnostic("lease-lost", "\(report.leaseLost.count) host(s) were taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
             }
             if !quiet && report.leasedElsewhere > 0 && !worker {
                 let owners = report.otherOwners.joined(separator: ", ")
@@ -165,7 +155,7 @@ extension AASAFetchCommand {
                 console.err("aasa-fetch refresh: stopped; \(report.abandoned) host(s) in flight were abandoned and released")
             }
             if json {
-                if let text = try? (lines ? JSONOutput.line(report) : JSONOutput.string(report)) { console.out(text) }
+                if lines { try? console.jsonLine(report) } else { try? console.json(report) }
                 return
             }
             let changed = report.hosts.filter { !$0.events.isEmpty }

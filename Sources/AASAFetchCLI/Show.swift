@@ -3,7 +3,7 @@ import ArgumentParser
 import Foundation
 
 /// One host as `show` prints it.
-struct HostRecord: Encodable {
+struct HostRecord {
     struct EntryRecord: Encodable {
         var entry: String
         var service: Service
@@ -14,47 +14,64 @@ struct HostRecord: Encodable {
     var now: Date
     var entries: [EntryRecord]?
     var history: [HistoryEvent]?
-
-    private enum CodingKeys: String, CodingKey {
-        case host, route, tier, code, reason, httpStatus, fetchedAt, approved, lastApprovedAt, approvedBytes, etag
-        case lastModified, consecutiveFailures, nextCheck, due, lease, entries, history
-    }
-
-    private struct Lease: Encodable {
-        var owner: String
-        var expires: String
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(state.key.host, forKey: .host)
-        try c.encode(state.key.route, forKey: .route)
-        try c.encode(state.tier, forKey: .tier)
-        try c.encode(state.lastResult?.code, forKey: .code)
-        try c.encode(state.lastResult?.reason, forKey: .reason)
-        try c.encode(state.lastResult?.httpStatus, forKey: .httpStatus)
-        try c.encode(state.lastResult.map { Timestamp.string($0.fetchedAt) }, forKey: .fetchedAt)
-        try c.encode(state.isApproved, forKey: .approved)
-        try c.encode(state.approvedAt.map(Timestamp.string), forKey: .lastApprovedAt)
-        try c.encode(state.approvedSize, forKey: .approvedBytes)
-        try c.encode(state.validators.etag, forKey: .etag)
-        try c.encode(state.validators.lastModified, forKey: .lastModified)
-        try c.encode(state.consecutiveFailures, forKey: .consecutiveFailures)
-        try c.encode(Timestamp.string(state.nextCheck), forKey: .nextCheck)
-        try c.encode(state.nextCheck <= now, forKey: .due)
-        let lease = state.lease.flatMap { $0.expires > now ? Lease(owner: $0.owner, expires: Timestamp.string($0.expires)) : nil }
-        try c.encode(lease, forKey: .lease)
-        try c.encode(entries, forKey: .entries)
-        try c.encode(history, forKey: .history)
-    }
 }
 
 /// What `show --json` prints.
 struct ShowReport: Encodable {
-    var schemaVersion = 1
+    /// One host: its last result, approved file, validators, schedule and lease (`entries` and
+    /// `history` only when one host was asked for).
+    struct Host: Encodable {
+        struct Lease: Encodable {
+            var owner: String
+            var expires: Date
+        }
+
+        var host: String
+        var route: Route
+        var tier: Int
+        var code: String?
+        var reason: String?
+        var httpStatus: Int?
+        var fetchedAt: Date?
+        var approved: Bool
+        var lastApprovedAt: Date?
+        var approvedBytes: Int?
+        var etag: String?
+        var lastModified: String?
+        var consecutiveFailures: Int
+        var nextCheck: Date
+        var due: Bool
+        var lease: Lease?
+        var entries: [HostRecord.EntryRecord]?
+        var history: [HistoryEvent]?
+
+        init(_ record: HostRecord) {
+            let state = record.state
+            host = state.key.host
+            route = state.key.route
+            tier = state.tier
+            code = state.lastResult?.code
+            reason = state.lastResult?.reason
+            httpStatus = state.lastResult?.httpStatus
+            fetchedAt = state.lastResult?.fetchedAt
+            approved = state.isApproved
+            lastApprovedAt = state.approvedAt
+            approvedBytes = state.approvedSize
+            etag = state.validators.etag
+            lastModified = state.validators.lastModified
+            consecutiveFailures = state.consecutiveFailures
+            nextCheck = state.nextCheck
+            due = state.nextCheck <= record.now
+            lease = state.lease.flatMap { $0.expires > record.now ? Lease(owner: $0.owner, expires: $0.expires) : nil }
+            entries = record.entries
+            history = record.history
+        }
+    }
+
+    var schemaVersion = JSONSchemaVersion.current
     var store: String
-    var now: String
-    var hosts: [HostRecord]
+    var now: Date
+    var hosts: [Host]
 }
 
 extension AASAFetchCommand {
@@ -111,18 +128,15 @@ extension AASAFetchCommand {
                     records = try await database.allHosts().map { HostRecord(state: $0, now: now) }
                 }
             } catch {
-                let failure = CommandFailure(storeCall: error)
-                console.err("aasa-fetch: \(failure.code): \(failure.message)")
-                throw ExitStatus.cannotRun
+                throw CommandFailure(storeCall: error)
             }
             if json {
-                try console.json(ShowReport(store: path, now: Timestamp.string(now), hosts: records))
+                try console.json(ShowReport(store: path, now: now, hosts: records.map(ShowReport.Host.init)))
             } else {
                 render(records, console: console)
             }
             if let host, records.isEmpty {
-                console.err("aasa-fetch: host-unknown: \(host) is not in the store \(path)")
-                throw ExitStatus.failure
+                throw CommandFailure(code: "host-unknown", message: "\(host) is not in the store \(path)", status: ExitStatus.failure)
             }
         }
 
@@ -190,6 +204,7 @@ extension AASAFetchCommand {
         @Flag(help: "Print JSON.") var json = false
 
         private struct Output: Encodable {
+            var schemaVersion = JSONSchemaVersion.current
             var host: String
             var removed: Int
         }
@@ -201,9 +216,7 @@ extension AASAFetchCommand {
             do {
                 removed = try await store.open(create: false).forget(host: name)
             } catch {
-                let failure = CommandFailure(storeCall: error)
-                console.err("aasa-fetch: \(failure.code): \(failure.message)")
-                throw ExitStatus.cannotRun
+                throw CommandFailure(storeCall: error)
             }
             if json {
                 try console.json(Output(host: name, removed: removed))
@@ -211,8 +224,7 @@ extension AASAFetchCommand {
                 console.out("forgot \(name)")
             }
             if removed == 0 {
-                console.err("aasa-fetch: host-unknown: \(name) is not in the store \(store.location)")
-                throw ExitStatus.failure
+                throw CommandFailure(code: "host-unknown", message: "\(name) is not in the store \(store.location)", status: ExitStatus.failure)
             }
         }
     }
@@ -235,10 +247,11 @@ extension AASAFetchCommand {
             var route: Route
             var path: String
             var bytes: Int
-            var approvedAt: String?
+            var approvedAt: Date?
         }
 
         private struct Output: Encodable {
+            var schemaVersion = JSONSchemaVersion.current
             var out: String
             var files: [File]
         }
@@ -259,18 +272,15 @@ extension AASAFetchCommand {
                         let path = (folder as NSString).appendingPathComponent(name)
                         try Data(body).write(to: URL(fileURLWithPath: path), options: .atomic)
                         files.append(File(host: key.host, route: key.route, path: path, bytes: body.count,
-                                          approvedAt: state.approvedAt.map(Timestamp.string)))
+                                          approvedAt: state.approvedAt))
                     }
                 }
             } catch let error as StoreError {
-                console.err("aasa-fetch: \(error.code): \(error.message)")
-                throw ExitStatus.cannotRun
+                throw CommandFailure(code: error.code, message: error.message)
             } catch let error as CommandFailure {
-                console.err("aasa-fetch: \(error.code): \(error.message)")
-                throw ExitStatus.cannotRun
+                throw error
             } catch {
-                console.err("aasa-fetch: export-unwritable: cannot write to \(folder): \(error.localizedDescription)")
-                throw ExitStatus.cannotRun
+                throw CommandFailure(code: "export-unwritable", message: "cannot write to \(folder): \(error.localizedDescription)")
             }
             if json {
                 try console.json(Output(out: folder, files: files))

@@ -34,7 +34,11 @@ struct StreamingRun {
         var writer = JSONStreamWriter(console: console)
 
         if json {
-            writer.begin(appIDSource: settled.appIDSource, appIDs: appIDs)
+            do {
+                try writer.begin(appIDs: appIDs, appIDSource: settled.appIDSource, region: region, findings: settled.findings)
+            } catch {
+                return (nil, CommandFailure(code: "internal-error", message: "\(error)"))
+            }
         } else {
             human.begin(entries: source.entryCount, hosts: source.hostCount, appIDs: appIDs, findings: settled.findings)
         }
@@ -70,7 +74,16 @@ struct StreamingRun {
                         continue
                     }
                     domainWarnings += domain.warningCount
-                    if json { writer.domain(domain) } else { human.domain(domain) }
+                    if json {
+                        do {
+                            try writer.domain(domain)
+                        } catch {
+                            spoolFailure = CommandFailure(code: "internal-error", message: "\(error)")
+                            continue
+                        }
+                    } else {
+                        human.domain(domain)
+                    }
                     if store != nil {
                         // The store keeps the body; this run does not.
                         pending.append(ready)
@@ -91,8 +104,7 @@ struct StreamingRun {
                 counts: try source.counts(), domains: source.hostCount, domainWarnings: domainWarnings, runFindings: settled.findings
             )
             if json {
-                try writer.finish(entryCount: summary.entries, entries: { body in try source.forEachVerdict(.all, body) },
-                                  findings: settled.findings, region: region, summary: summary)
+                try writer.finish(entryCount: summary.entries, entries: { body in try source.forEachVerdict(.all, body) }, summary: summary)
             } else {
                 try source.forEachVerdict(.unfetchable) { human.unfetchable($0) }
                 try source.forEachVerdict(.fetchableWithOwnFindings) { human.ownFindings($0) }
@@ -256,57 +268,66 @@ extension CommandFailure {
     }
 }
 
-/// Writes ``RunReport``'s JSON document (same keys, in sorted order) piece by piece.
+/// Writes ``RunReport``'s JSON document piece by piece, byte for byte what
+/// ``JSONOutput/string(_:)`` writes for the whole report: the head (schema version, app IDs,
+/// region, findings) first, each domain as it is judged, then the entries and the summary.
 struct JSONStreamWriter {
-    let console: Console
+    private let write: (String) -> Void
+    private let started: () -> Void
     private var domains = 0
+    private let writer = ReportJSONWriter(style: .pretty)
 
+    /// A writer to standard output.
     init(console: Console) {
-        self.console = console
+        self.init(write: console.write, started: console.beginDocument)
     }
 
-    /// A value's pretty JSON, every line after the first indented.
-    private func encoded<T: Encodable>(_ value: T, indent: String) -> String {
-        let text = (try? JSONOutput.string(value)) ?? "null"
-        return text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n" + indent)
+    /// A writer to `write` (tests); `started` is called when the document begins.
+    init(write: @escaping (String) -> Void, started: @escaping () -> Void = {}) {
+        self.write = write
+        self.started = started
     }
 
-    func begin(appIDSource: AppIDSource, appIDs: [String]) {
-        console.out("{")
-        console.out("  \"appIDSource\" : \(encoded(appIDSource, indent: "  ")),")
-        console.out("  \"appIDs\" : \(encoded(appIDs, indent: "  ")),")
-        console.out("  \"domains\" : [")
+    /// A value's pretty JSON, placed at nesting level `depth`.
+    private func encoded<T: Encodable>(_ value: T, depth: Int) throws -> String {
+        try writer.string(value, depth: depth)
     }
 
-    mutating func domain(_ domain: DomainReport) {
-        let prefix = domains == 0 ? "" : ",\n"
+    func begin(appIDs: [String], appIDSource: AppIDSource, region: String?, findings: [Finding]) throws {
+        started()
+        write("""
+            {
+              "schemaVersion": \(JSONSchemaVersion.current),
+              "appIDs": \(try encoded(appIDs, depth: 1)),
+              "appIDSource": \(try encoded(appIDSource, depth: 1)),
+              "region": \(try encoded(region, depth: 1)),
+              "findings": \(try encoded(findings, depth: 1)),
+              "domains": [
+            """)
+    }
+
+    mutating func domain(_ domain: DomainReport) throws {
+        let text = try encoded(domain, depth: 2)
+        write((domains == 0 ? "\n    " : ",\n    ") + text)
         domains += 1
-        FileHandle.standardOutput.write(Data((prefix + "    " + encoded(domain, indent: "    ")).utf8))
     }
 
     /// Ends the document: the `entries` array (`entryCount` verdicts, handed over one at a time by
-    /// `entries`), the run's findings, region and summary.
-    func finish(
-        entryCount: Int, entries: (_ body: (EntryVerdict) throws -> Void) throws -> Void,
-        findings: [Finding], region: String?, summary: RunSummary
-    ) throws {
-        console.out(domains == 0 ? "  ]," : "\n  ],")
+    /// `entries`) and the summary.
+    func finish(entryCount: Int, entries: (_ body: (EntryVerdict) throws -> Void) throws -> Void, summary: RunSummary) throws {
+        write(domains == 0 ? "],\n" : "\n  ],\n")
         // One entry at a time: encoding the whole array at once would hold its text N times over.
         if entryCount == 0 {
-            console.out("  \"entries\" : [],")
+            write("  \"entries\": [],\n")
         } else {
-            console.out("  \"entries\" : [")
+            write("  \"entries\": [")
             var written = 0
             try entries { entry in
+                write((written == 0 ? "\n    " : ",\n    ") + (try encoded(entry, depth: 2)))
                 written += 1
-                console.out("    " + encoded(entry, indent: "    ") + (written == entryCount ? "" : ","))
             }
-            console.out("  ],")
+            write("\n  ],\n")
         }
-        console.out("  \"findings\" : \(encoded(findings, indent: "  ")),")
-        console.out("  \"region\" : \(encoded(region, indent: "  ")),")
-        console.out("  \"schemaVersion\" : 1,")
-        console.out("  \"summary\" : \(encoded(summary, indent: "  "))")
-        console.out("}")
+        write("  \"summary\": \(try encoded(summary, depth: 1))\n}\n")
     }
 }

@@ -72,17 +72,21 @@ struct LintDiffCommandTests {
         let json = try JSONOutput.string(report)
         let decoded = try JSONDecoder().decode(LintReport.self, from: Data(json.utf8))
         #expect(decoded == report)
-        #expect(json.contains(#""location" : "1:27""#))
-        #expect(json.contains(#""readError" : {"#))
+        #expect(json.contains(#""location": "1:27","#))
+        #expect(json.contains(#""line": 1,"#))
+        #expect(json.contains(#""column": 27,"#))
+        #expect(json.contains(#""readError": {"#))
+        #expect(json.contains(#""readError": null"#))
+        #expect(json.hasPrefix("{\n  \"schemaVersion\": 1,\n"))
     }
 
     @Test func diffReport() throws {
-        let same = Diff.report(old: "good.json", new: "good.json", read: Self.files)
+        let same = try Diff.report(old: "good.json", new: "good.json", read: Self.files)
         #expect(same.changed == false)
         #expect(Diff.exitStatus(same) == nil)
         #expect(Diff.render(same) == ["no semantic change"])
 
-        let changed = Diff.report(old: "good.json", new: "changed.json", read: Self.files)
+        let changed = try Diff.report(old: "good.json", new: "changed.json", read: Self.files)
         #expect(changed.changed == true)
         #expect(Diff.exitStatus(changed)?.rawValue == 1)
         #expect(
@@ -91,17 +95,31 @@ struct LintDiffCommandTests {
                 #"  - 1. {"/":"/buy/*"}"#,
                 #"  + 1. {"/":"/shop/*"}"#,
             ])
+        // Structured before and after values, not text.
+        let json = try JSONOutput.string(changed)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let change = try #require((object["changes"] as? [[String: Any]])?.first)
+        let before = try #require((change["before"] as? [[String: Any]])?.first)
+        #expect(before["position"] as? Int == 1)
+        #expect((before["component"] as? [String: Any])?["/"] as? String == "/buy/*")
+        #expect(before["path"] is NSNull)
 
         for (old, new, code) in [
             ("missing.json", "good.json", "file-unreadable"), ("good.json", "bad.json", "invalid-json"), ("empty.json", "good.json", "not-an-association-file"),
         ] {
-            let report = Diff.report(old: old, new: new, read: Self.files)
-            #expect(report.error?.code == code)
-            #expect(report.changed == nil)
-            #expect(Diff.exitStatus(report)?.rawValue == 2)
+            #expect(throws: CommandFailure.self) { try Diff.report(old: old, new: new, read: Self.files) }
+            do {
+                _ = try Diff.report(old: old, new: new, read: Self.files)
+            } catch {
+                #expect(error.code == code)
+                #expect(error.status.rawValue == 2)
+            }
         }
-        let json = try JSONOutput.string(Diff.report(old: "good.json", new: "bad.json", read: Self.files))
-        #expect(json.contains(#""message" : "bad.json:1:27: trailing comma before '}' (the comma at 1:26 must go)""#))
+        do {
+            _ = try Diff.report(old: "good.json", new: "bad.json", read: Self.files)
+        } catch {
+            #expect(error.message == "bad.json:1:27: trailing comma before '}' (the comma at 1:26 must go)")
+        }
     }
 
     // MARK: The built binary, once
@@ -149,7 +167,7 @@ struct LintDiffCommandTests {
         #expect(try run(["diff", path("good.json"), path("good.json")]).status == 0)
         let diff = try run(["diff", "--json", path("good.json"), path("changed.json")])
         #expect(diff.status == 1)
-        #expect(diff.stdout.contains(#""kind" : "rules-changed""#))
+        #expect(diff.stdout.contains(#""kind": "rules-changed""#))
         #expect(try run(["diff", path("good.json"), path("bad.json")]).status == 2)
         #expect(try run(["lint", "--max-size", "x", path("good.json")]).status == 64)
     }

@@ -50,9 +50,9 @@ struct MatchCommandTests {
         #expect(result.status == 1)
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 3)
-        #expect(lines[0] == #"{"decision":"match","id":1}"#)
-        #expect(lines[1].contains("\"error\":\"invalid-line"))
-        #expect(lines[2].contains("not-an-association-file"))
+        #expect(lines[0] == #"{"schemaVersion":1,"id":1,"decision":"match","error":null}"#)
+        #expect(lines[1].hasPrefix(#"{"schemaVersion":1,"id":null,"decision":null,"error":{"code":"invalid-line","message":"#))
+        #expect(lines[2].hasPrefix(#"{"schemaVersion":1,"id":3,"decision":null,"error":{"code":"not-an-association-file","message":"#))
     }
 
     /// `--aasa` with `--json`: one explanation per URL and app, with where it was decided.

@@ -39,7 +39,7 @@ struct SpooledListTests {
 
     /// Output with the durations (the only thing that differs between two runs) blanked.
     static func normalized(_ text: String) -> String {
-        var text = text.replacing(/"milliseconds" : \d+/, with: "\"milliseconds\" : 0")
+        var text = text.replacing(/"milliseconds": \d+/, with: "\"milliseconds\": 0")
         text = text.replacing(/after \d+ ms/, with: "after 0 ms")
         return text
     }

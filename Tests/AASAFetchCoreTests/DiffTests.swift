@@ -10,6 +10,12 @@ struct DiffTests {
         AASADiff.changes(from: try doc(old), to: try doc(new))
     }
 
+    /// The value of the first component of an applinks file with these components.
+    func component(_ json: String) throws -> ComponentValue {
+        let document = try doc(#"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":["# + json + "]}]}}")
+        return ComponentValue(try #require(document.applinks?.details.first?.components?.first))
+    }
+
     @Test func formattingKeyOrderCommentsAndDetailsFormAreIgnored() throws {
         let a = #"{"applinks":{"details":[{"appID":"ABCDE12345.a.b","components":[{"/":"/x","comment":"one","?":{"b":"2","a":"1"}}]}]}}"#
         let b = """
@@ -39,11 +45,12 @@ struct DiffTests {
             changes == [
                 AASAChange(
                     kind: "service-added", service: .webcredentials, description: "service webcredentials added with 2 app IDs",
-                    after: "ABCDE12345.a.b\nABCDE12345.a.c"),
+                    after: .strings(["ABCDE12345.a.b", "ABCDE12345.a.c"])),
                 AASAChange(
                     kind: "service-removed", service: .activitycontinuation,
-                    description: "service activitycontinuation removed (it listed 1 app ID)", before: "ABCDE12345.a.b"),
+                    description: "service activitycontinuation removed (it listed 1 app ID)", before: .strings(["ABCDE12345.a.b"])),
             ])
+        #expect(changes[0].afterText == "ABCDE12345.a.b\nABCDE12345.a.c")
     }
 
     @Test func appsAddedAndRemovedPerService() throws {
@@ -62,14 +69,19 @@ struct DiffTests {
         let old = ##"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"#":"no","exclude":true},{"/":"/buy/*"},{"/":"/help/*"}]}]}}"##
         let new = ##"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"#":"no","exclude":true},{"/":"/shop/*","caseSensitive":false},{"/":"/help/*"},{"?":"x=1"}]}]}}"##
         let changes = try diff(old, new)
+        let buy = try component(#"{"/":"/buy/*"}"#)
+        let shop = try component(#"{"/":"/shop/*","caseSensitive":false}"#)
+        let query = try component(#"{"?":"x=1"}"#)
         #expect(
             changes == [
                 AASAChange(
                     kind: "rules-changed", service: .applinks, appID: "ABCDE12345.a.b",
                     description: "applinks rules for ABCDE12345.a.b changed: 2 added, 1 removed (3 → 4 rules)",
-                    before: #"2. {"/":"/buy/*"}"#,
-                    after: "2. {\"/\":\"/shop/*\",\"caseSensitive\":false}\n4. {\"?\":\"x=1\"}"),
+                    before: .rules([RuleValue(position: 2, component: buy)]),
+                    after: .rules([RuleValue(position: 2, component: shop), RuleValue(position: 4, component: query)])),
             ])
+        #expect(changes.first?.beforeText == #"2. {"/":"/buy/*"}"#)
+        #expect(changes.first?.afterText == "2. {\"/\":\"/shop/*\",\"caseSensitive\":false}\n4. {\"?\":\"x=1\"}")
     }
 
     @Test func reorderingIsAChange() throws {
@@ -78,8 +90,10 @@ struct DiffTests {
         let changes = try diff(old, new)
         #expect(changes.count == 1)
         #expect(changes.first?.kind == "rules-changed")
-        #expect(changes.first?.before == #"1. path "NOT /a""#)
-        #expect(changes.first?.after == #"2. path "NOT /a""#)
+        #expect(changes.first?.before == .rules([RuleValue(position: 1, path: "NOT /a")]))
+        #expect(changes.first?.after == .rules([RuleValue(position: 2, path: "NOT /a")]))
+        #expect(changes.first?.beforeText == #"1. path "NOT /a""#)
+        #expect(changes.first?.afterText == #"2. path "NOT /a""#)
     }
 
     @Test func defaultsAndVariables() throws {
@@ -88,14 +102,21 @@ struct DiffTests {
         let changes = try diff(old, new)
         #expect(
             changes == [
-                AASAChange(kind: "defaults-changed", service: .applinks, description: "applinks.defaults changed", before: #"{"caseSensitive":false}"#, after: "{}"),
-                AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"a\" changed", before: #"["1"]"#, after: #"["1","2"]"#),
-                AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"gone\" removed", before: #"["x"]"#),
-                AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"new\" added", after: "[]"),
+                AASAChange(
+                    kind: "defaults-changed", service: .applinks, description: "applinks.defaults changed",
+                    before: .defaults(DefaultsValue(caseSensitive: false)), after: .defaults(DefaultsValue())),
+                AASAChange(
+                    kind: "variables-changed", service: .applinks, description: "substitution variable \"a\" changed",
+                    before: .strings(["1"]), after: .strings(["1", "2"])),
+                AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"gone\" removed", before: .strings(["x"])),
+                AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"new\" added", after: .strings([])),
                 AASAChange(
                     kind: "defaults-changed", service: .applinks, appID: "ABCDE12345.a.b", description: "detail defaults for ABCDE12345.a.b changed",
-                    before: "{}", after: #"{"percentEncoded":false}"#),
+                    before: .defaultsList([DefaultsValue()]), after: .defaultsList([DefaultsValue(percentEncoded: false)])),
             ])
+        // The human text of each side is what it always was.
+        #expect(changes.map(\.beforeText) == [#"{"caseSensitive":false}"#, #"["1"]"#, #"["x"]"#, nil, "{}"])
+        #expect(changes.map(\.afterText) == ["{}", #"["1","2"]"#, nil, "[]", #"{"percentEncoded":false}"#])
     }
 
     @Test func rulesSplitAcrossDetailsCompareAsOneSequence() throws {
@@ -119,6 +140,20 @@ struct DiffTests {
         #expect(encoded.contains(#""kind":"service-added""#))
         #expect(encoded.contains(#""service":"authsrv""#))
         #expect(!encoded.contains(#""appID":null"#))
+        // Stored history round-trips, and text recorded by earlier versions still decodes.
+        #expect(try JSONDecoder().decode([AASAChange].self, from: Data(encoded.utf8)) == first)
+        let legacy = #"{"kind":"rules-changed","description":"d","before":"1. {\"/\":\"/a\"}","after":"2. path \"/b\""}"#
+        let decoded = try JSONDecoder().decode(AASAChange.self, from: Data(legacy.utf8))
+        #expect(decoded.before == .text(#"1. {"/":"/a"}"#))
+        #expect(decoded.afterText == #"2. path "/b""#)
+    }
+
+    @Test func structuredValuesAreWrittenWithEveryKey() throws {
+        let old = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"/":"/a","?":{"q":"1"}}]}]}}"#
+        let new = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"paths":["/b"]}]}}"#
+        let text = try ReportJSONWriter(style: .compact).string(try diff(old, new))
+        #expect(text.contains(##""before":[{"position":1,"component":{"/":"/a","?":{"q":"1"},"#":null,"exclude":false,"caseSensitive":null,"percentEncoded":null},"path":null}]"##))
+        #expect(text.contains(#""after":[{"position":1,"component":null,"path":"/b"}]"#))
     }
 }
 

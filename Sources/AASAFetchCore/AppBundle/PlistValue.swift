@@ -95,7 +95,7 @@ public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConv
         case .bool(let value): try container.encode(value)
         case .integer(let value): try container.encode(value)
         case .real(let value): try container.encode(value)
-        case .date(let value): try container.encode(ISO8601DateFormatter().string(from: value))
+        case .date(let value): try container.encode(Timestamp.string(value))
         case .data(let value): try container.encode(Data(value).base64EncodedString())
         case .array(let values): try container.encode(values)
         case .dictionary(let values): try container.encode(values)

@@ -5,7 +5,7 @@ import Foundation
 /// into its `SWCERR…` code, its text and the origin's HTTP status; the JSON failure details; the
 /// origin URL the CDN fetched; whether it tells the device to try directly; and the cache headers.
 ///
-/// JSON shape (every key present, `null` when absent):
+/// JSON shape (every key present, `null` when absent, as every `--json` document writes it):
 /// `{"httpStatus": 404, "httpVersion": "2", "failureReason": "SWCERR00101 Bad HTTP Response: 404 Not Found",
 ///   "swcError": "SWCERR00101", "failureText": "Bad HTTP Response: 404 Not Found", "originStatus": 404,
 ///   "failureDetails": {"status": "404 Not Found"}, "from": "https://example.com/.well-known/apple-app-site-association",
@@ -96,30 +96,6 @@ public struct CDNHeaders: Sendable, Hashable, Codable {
         if let age { parts.append("Age \(age) s") }
         if let cacheControl { parts.append("Cache-Control \(cacheControl)") }
         return parts.isEmpty ? "no Age or Cache-Control header" : parts.joined(separator: ", ")
-    }
-
-    private enum CodingKeys: String, CodingKey {
-        case httpStatus, httpVersion, failureReason, swcError, failureText, originStatus, failureDetails
-        case failureDetailsRaw, from, tryDirect, originFormat, age, cacheControl, maxAge
-    }
-
-    /// Encodes every key, `null` when absent.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(httpStatus, forKey: .httpStatus)
-        try c.encode(httpVersion, forKey: .httpVersion)
-        try c.encode(failureReason, forKey: .failureReason)
-        try c.encode(swcError, forKey: .swcError)
-        try c.encode(failureText, forKey: .failureText)
-        try c.encode(originStatus, forKey: .originStatus)
-        try c.encode(failureDetails, forKey: .failureDetails)
-        try c.encode(failureDetailsRaw, forKey: .failureDetailsRaw)
-        try c.encode(from, forKey: .from)
-        try c.encode(tryDirect, forKey: .tryDirect)
-        try c.encode(originFormat, forKey: .originFormat)
-        try c.encode(age, forKey: .age)
-        try c.encode(cacheControl, forKey: .cacheControl)
-        try c.encode(maxAge, forKey: .maxAge)
     }
 
     private static func leadingStatus(_ text: String?) -> Int? {

@@ -67,24 +67,6 @@ public struct CDNRecord: Sendable, Encodable {
         findings = result.findings
         attempts = result.attempts
     }
-
-    private enum CodingKeys: String, CodingKey {
-        case url, code, associated, reason, httpStatus, appIDs, headers, changes, findings, attempts
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(url, forKey: .url)
-        try c.encode(code, forKey: .code)
-        try c.encode(associated, forKey: .associated)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(httpStatus, forKey: .httpStatus)
-        try c.encode(appIDs, forKey: .appIDs)
-        try c.encode(headers, forKey: .headers)
-        try c.encode(changes, forKey: .changes)
-        try c.encode(findings, forKey: .findings)
-        try c.encode(attempts, forKey: .attempts)
-    }
 }
 
 /// The downloads of one run over the chosen route, before judging.

@@ -45,22 +45,6 @@ public struct DiagnosisStep: Sendable, Hashable, Encodable {
         self.findings = findings
         self.fix = fix
     }
-
-    private enum CodingKeys: String, CodingKey {
-        case step, title, status, code, summary, details, findings, fix
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(step, forKey: .step)
-        try c.encode(title, forKey: .title)
-        try c.encode(status, forKey: .status)
-        try c.encode(code, forKey: .code)
-        try c.encode(summary, forKey: .summary)
-        try c.encode(details, forKey: .details)
-        try c.encode(findings, forKey: .findings)
-        try c.encode(fix, forKey: .fix)
-    }
 }
 
 /// The answer the origin gave one user agent in the user-agent check.
@@ -76,16 +60,6 @@ public struct UserAgentProbe: Sendable, Hashable, Encodable {
 
     /// `HTTP 403` or the failure code: what is compared between agents.
     public var outcome: String { httpStatus.map { "HTTP \($0)" } ?? code }
-
-    private enum CodingKeys: String, CodingKey { case label, userAgent, httpStatus, code }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(label, forKey: .label)
-        try c.encode(userAgent, forKey: .userAgent)
-        try c.encode(httpStatus, forKey: .httpStatus)
-        try c.encode(code, forKey: .code)
-    }
 }
 
 /// The diagnosis of one entitlement entry.
@@ -128,37 +102,12 @@ public struct Diagnosis: Sendable, Encodable {
     public var userAgents: [UserAgentProbe]
     /// The CDN's answer, with `--route cdn|both`.
     public var cdn: CDNRecord?
-
-    private enum CodingKeys: String, CodingKey {
-        case entry, normalized, service, domain, host, mode, developerMode, route, url, appIDs, associated
-        case code, failedStep, steps, userAgents, cdn
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(entry, forKey: .entry)
-        try c.encode(normalized, forKey: .normalized)
-        try c.encode(service, forKey: .service)
-        try c.encode(domain, forKey: .domain)
-        try c.encode(host, forKey: .host)
-        try c.encode(mode, forKey: .mode)
-        try c.encode(developerMode, forKey: .developerMode)
-        try c.encode(route, forKey: .route)
-        try c.encode(url, forKey: .url)
-        try c.encode(appIDs, forKey: .appIDs)
-        try c.encode(associated, forKey: .associated)
-        try c.encode(code, forKey: .code)
-        try c.encode(failedStep, forKey: .failedStep)
-        try c.encode(steps, forKey: .steps)
-        try c.encode(userAgents, forKey: .userAgents)
-        try c.encode(cdn, forKey: .cdn)
-    }
 }
 
 /// What `diagnose --json` prints: one diagnosis per entry.
 public struct DiagnosisReport: Sendable, Encodable {
     /// The JSON shape's version.
-    public var schemaVersion = 1
+    public var schemaVersion = JSONSchemaVersion.current
     /// The app IDs checked.
     public var appIDs: [String]
     /// Where they came from.

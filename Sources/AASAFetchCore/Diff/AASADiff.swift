@@ -1,8 +1,9 @@
 /// One semantic difference between two association files.
 ///
-/// JSON shape (keys sorted, absent fields omitted):
+/// JSON shape (every key present, `null` when it does not apply):
 /// `{"kind": "rules-changed", "service": "applinks", "appID": "ABCDE12345.com.example.app",
-///   "description": "…", "before": "…", "after": "…"}`.
+///   "description": "…", "before": [{"position": 2, "component": {…}, "path": null}], "after": […]}`;
+/// `before` and `after` are structured values (``ChangeValue``), not text.
 public struct AASAChange: Sendable, Codable, Hashable {
     /// The stable kind code: `service-added`, `service-removed`, `app-added`, `app-removed`,
     /// `rules-changed`, `defaults-changed`, `variables-changed`.
@@ -13,19 +14,221 @@ public struct AASAChange: Sendable, Codable, Hashable {
     public var appID: String?
     /// One line for people.
     public var description: String
-    /// What was there before, in canonical text (one rule or value per line), when useful.
-    public var before: String?
-    /// What is there now, in canonical text, when useful.
-    public var after: String?
+    /// What was there before, when useful.
+    public var before: ChangeValue?
+    /// What is there now, when useful.
+    public var after: ChangeValue?
 
     /// Creates a change.
-    public init(kind: String, service: Service? = nil, appID: String? = nil, description: String, before: String? = nil, after: String? = nil) {
+    public init(kind: String, service: Service? = nil, appID: String? = nil, description: String,
+                before: ChangeValue? = nil, after: ChangeValue? = nil) {
         self.kind = kind
         self.service = service
         self.appID = appID
         self.description = description
         self.before = before
         self.after = after
+    }
+
+    /// ``before`` as canonical text for people, one rule or value a line.
+    public var beforeText: String? { before.map(text) }
+    /// ``after`` as canonical text for people, one rule or value a line.
+    public var afterText: String? { after.map(text) }
+
+    private func text(_ value: ChangeValue) -> String {
+        switch value {
+        case .text(let text): text
+        case .strings(let strings): kind == "variables-changed" ? Canonical.stringArray(strings) : strings.joined(separator: "\n")
+        case .defaults(let defaults): defaults.canonicalText
+        case .defaultsList(let list): list.map(\.canonicalText).joined(separator: "\n")
+        case .rules(let rules): rules.map { "\($0.position). \($0.canonicalText)" }.joined(separator: "\n")
+        }
+    }
+}
+
+/// The structured value of one side of an ``AASAChange``.
+///
+/// JSON: `service-added`/`service-removed`: the app IDs (`["ABCDE12345.com.example.app"]`);
+/// `variables-changed`: the variable's values (`null` when it is absent on that side);
+/// `defaults-changed` without an app ID: `applinks.defaults` as ``DefaultsValue``; with one: the
+/// ``DefaultsValue`` of each run of details listing the app; `rules-changed`: the rules removed
+/// (before) or added (after) as ``RuleValue``. History recorded by earlier versions holds text.
+public enum ChangeValue: Sendable, Hashable, Codable {
+    /// App IDs, or a substitution variable's values.
+    case strings([String])
+    /// `applinks.defaults`.
+    case defaults(DefaultsValue)
+    /// The defaults of the details listing an app, consecutive repeats collapsed.
+    case defaultsList([DefaultsValue])
+    /// Rules with their 1-based positions in the app's old (before) or new (after) sequence.
+    case rules([RuleValue])
+    /// Text, as earlier versions recorded it in the store's history.
+    case text(String)
+
+    public init(from decoder: any Decoder) throws {
+        let single = try decoder.singleValueContainer()
+        if let text = try? single.decode(String.self) {
+            self = .text(text)
+        } else if let strings = try? single.decode([String].self) {
+            self = .strings(strings)
+        } else if let rules = try? single.decode([RuleValue].self) {
+            self = .rules(rules)
+        } else if let list = try? single.decode([DefaultsValue].self) {
+            self = .defaultsList(list)
+        } else {
+            self = .defaults(try single.decode(DefaultsValue.self))
+        }
+    }
+
+    /// The value itself (an array, object or string), without a tag.
+    public func encode(to encoder: any Encoder) throws {
+        var single = encoder.singleValueContainer()
+        switch self {
+        case .strings(let strings): try single.encode(strings)
+        case .defaults(let defaults): try single.encode(defaults)
+        case .defaultsList(let list): try single.encode(list)
+        case .rules(let rules): try single.encode(rules)
+        case .text(let text): try single.encode(text)
+        }
+    }
+}
+
+/// `caseSensitive` and `percentEncoded` of a `defaults` object (`null`: not set).
+public struct DefaultsValue: Sendable, Hashable, Codable {
+    /// `caseSensitive`, when set.
+    public var caseSensitive: Bool?
+    /// `percentEncoded`, when set.
+    public var percentEncoded: Bool?
+
+    /// Creates a value.
+    public init(caseSensitive: Bool? = nil, percentEncoded: Bool? = nil) {
+        self.caseSensitive = caseSensitive
+        self.percentEncoded = percentEncoded
+    }
+
+    /// The value of a model's defaults.
+    public init(_ defaults: ComponentDefaults?) {
+        self.init(caseSensitive: defaults?.caseSensitive, percentEncoded: defaults?.percentEncoded)
+    }
+
+    /// `{"caseSensitive":false}`: the set keys only.
+    public var canonicalText: String {
+        var parts: [String] = []
+        if let caseSensitive { parts.append("\"caseSensitive\":\(caseSensitive)") }
+        if let percentEncoded { parts.append("\"percentEncoded\":\(percentEncoded)") }
+        return "{" + parts.joined(separator: ",") + "}"
+    }
+}
+
+/// One rule of an app in a `rules-changed` change: a component or a legacy path, and its 1-based
+/// position in the app's sequence of rules (the order a device tries them).
+public struct RuleValue: Sendable, Hashable, Codable {
+    /// The 1-based position.
+    public var position: Int
+    /// The component, for a rule of `components`.
+    public var component: ComponentValue?
+    /// The pattern, for a rule of legacy `paths`.
+    public var path: String?
+
+    /// Creates a value.
+    public init(position: Int, component: ComponentValue? = nil, path: String? = nil) {
+        self.position = position
+        self.component = component
+        self.path = path
+    }
+
+    /// `{"/":"/buy/*"}` for a component, `path "/buy/*"` for a legacy path.
+    public var canonicalText: String {
+        component?.canonicalText ?? "path " + Canonical.quote(path ?? "")
+    }
+}
+
+/// A component's matching keys, named as in the file (`comment` left out): `/`, `?` (a string,
+/// an object of query item name → pattern, or `null` when absent or ignored by Apple because a
+/// value is not a string), `#`, `exclude`, `caseSensitive`, `percentEncoded`.
+public struct ComponentValue: Sendable, Hashable, Codable {
+    /// The `?` pattern.
+    public enum Query: Sendable, Hashable, Codable {
+        /// A pattern for the whole query.
+        case string(String)
+        /// Query item name → value pattern.
+        case items([String: String])
+        /// A dictionary Apple ignores (a value is not a string): matches any query; `null` in JSON.
+        case ignored
+
+        public init(from decoder: any Decoder) throws {
+            let single = try decoder.singleValueContainer()
+            if single.decodeNil() {
+                self = .ignored
+            } else if let string = try? single.decode(String.self) {
+                self = .string(string)
+            } else {
+                self = .items(try single.decode([String: String].self))
+            }
+        }
+
+        /// The pattern string, the object of patterns, or `null`.
+        public func encode(to encoder: any Encoder) throws {
+            var single = encoder.singleValueContainer()
+            switch self {
+            case .string(let string): try single.encode(string)
+            case .items(let items): try single.encode(items)
+            case .ignored: try single.encodeNil()
+            }
+        }
+    }
+
+    /// `/`.
+    public var path: String?
+    /// `?`.
+    public var query: Query?
+    /// `#`.
+    public var fragment: String?
+    /// `exclude`.
+    public var exclude: Bool
+    /// `caseSensitive`.
+    public var caseSensitive: Bool?
+    /// `percentEncoded`.
+    public var percentEncoded: Bool?
+
+    private enum CodingKeys: String, CodingKey {
+        case path = "/", query = "?", fragment = "#", exclude, caseSensitive, percentEncoded
+    }
+
+    /// The value of a model rule.
+    public init(_ rule: ComponentRule) {
+        path = rule.path
+        switch rule.query {
+        case .string(let string): query = .string(string)
+        case .items(let items):
+            var patterns: [String: String] = [:]
+            for item in items { patterns[item.name] = item.pattern }
+            query = .items(patterns)
+        case .ignored: query = .ignored
+        case nil: query = nil
+        }
+        fragment = rule.fragment
+        exclude = rule.exclude
+        caseSensitive = rule.options.caseSensitive
+        percentEncoded = rule.options.percentEncoded
+    }
+
+    /// The component as compact JSON with its keys in a fixed order, the set keys only.
+    public var canonicalText: String {
+        var parts: [String] = []
+        if let path { parts.append("\"/\":" + Canonical.quote(path)) }
+        switch query {
+        case .string(let string): parts.append("\"?\":" + Canonical.quote(string))
+        case .items(let items):
+            parts.append("\"?\":{" + items.keys.sorted().map { Canonical.quote($0) + ":" + Canonical.quote(items[$0] ?? "") }.joined(separator: ",") + "}")
+        case .ignored: parts.append("\"?\":\"<ignored dictionary>\"")
+        case nil: break
+        }
+        if let fragment { parts.append("\"#\":" + Canonical.quote(fragment)) }
+        if exclude { parts.append("\"exclude\":true") }
+        if let caseSensitive { parts.append("\"caseSensitive\":\(caseSensitive)") }
+        if let percentEncoded { parts.append("\"percentEncoded\":\(percentEncoded)") }
+        return "{" + parts.joined(separator: ",") + "}"
     }
 }
 
@@ -62,14 +265,14 @@ public enum AASADiff {
                     AASAChange(
                         kind: "service-added", service: service,
                         description: "service \(service.name) added" + (apps.isEmpty ? "" : " with \(apps.count) app ID\(apps.count == 1 ? "" : "s")"),
-                        after: apps.isEmpty ? nil : apps.joined(separator: "\n")))
+                        after: apps.isEmpty ? nil : .strings(apps)))
             case (true, false):
                 let apps = old.appIDs(for: service)
                 changes.append(
                     AASAChange(
                         kind: "service-removed", service: service,
                         description: "service \(service.name) removed" + (apps.isEmpty ? "" : " (it listed \(apps.count) app ID\(apps.count == 1 ? "" : "s"))"),
-                        before: apps.isEmpty ? nil : apps.joined(separator: "\n")))
+                        before: apps.isEmpty ? nil : .strings(apps)))
             default:
                 break
             }
@@ -98,25 +301,25 @@ public enum AASADiff {
 
     static func domainChanges(_ old: AppLinks?, _ new: AppLinks?) -> [AASAChange] {
         var changes: [AASAChange] = []
-        let oldDefaults = Canonical.defaults(old?.defaults)
-        let newDefaults = Canonical.defaults(new?.defaults)
+        let oldDefaults = DefaultsValue(old?.defaults)
+        let newDefaults = DefaultsValue(new?.defaults)
         if oldDefaults != newDefaults {
             changes.append(
                 AASAChange(
                     kind: "defaults-changed", service: .applinks, description: "applinks.defaults changed",
-                    before: oldDefaults, after: newDefaults))
+                    before: .defaults(oldDefaults), after: .defaults(newDefaults)))
         }
         let oldVariables = old?.substitutionVariables ?? [:]
         let newVariables = new?.substitutionVariables ?? [:]
         for name in Set(oldVariables.keys).union(newVariables.keys).sorted() {
-            let before = oldVariables[name].map(Canonical.stringArray)
-            let after = newVariables[name].map(Canonical.stringArray)
+            let before = oldVariables[name]
+            let after = newVariables[name]
             guard before != after else { continue }
             let what = before == nil ? "added" : after == nil ? "removed" : "changed"
             changes.append(
                 AASAChange(
                     kind: "variables-changed", service: .applinks, description: "substitution variable \"\(name)\" \(what)",
-                    before: before, after: after))
+                    before: before.map(ChangeValue.strings), after: after.map(ChangeValue.strings)))
         }
         return changes
     }
@@ -127,15 +330,22 @@ public enum AASADiff {
         let newDetails = (new?.details ?? []).filter { $0.appIDs.contains(app) }
         let oldRules = oldDetails.flatMap(Canonical.rules)
         let newRules = newDetails.flatMap(Canonical.rules)
-        if oldRules != newRules {
-            let (removed, added) = SequenceDiff.difference(oldRules, newRules)
-            let before = removed.map { "\($0 + 1). \(oldRules[$0])" }.joined(separator: "\n")
-            let after = added.map { "\($0 + 1). \(newRules[$0])" }.joined(separator: "\n")
+        let oldTexts = oldRules.map(\.canonicalText)
+        let newTexts = newRules.map(\.canonicalText)
+        if oldTexts != newTexts {
+            let (removed, added) = SequenceDiff.difference(oldTexts, newTexts)
+            func positioned(_ rules: [RuleValue], _ indexes: [Int]) -> ChangeValue? {
+                indexes.isEmpty ? nil : .rules(indexes.map { index in
+                    var rule = rules[index]
+                    rule.position = index + 1
+                    return rule
+                })
+            }
             changes.append(
                 AASAChange(
                     kind: "rules-changed", service: .applinks, appID: app,
                     description: "applinks rules for \(app) changed: \(added.count) added, \(removed.count) removed (\(oldRules.count) → \(newRules.count) rules)",
-                    before: before.isEmpty ? nil : before, after: after.isEmpty ? nil : after))
+                    before: positioned(oldRules, removed), after: positioned(newRules, added)))
         }
         let oldDefaults = Canonical.detailDefaults(oldDetails)
         let newDefaults = Canonical.detailDefaults(newDetails)
@@ -143,7 +353,7 @@ public enum AASADiff {
             changes.append(
                 AASAChange(
                     kind: "defaults-changed", service: .applinks, appID: app, description: "detail defaults for \(app) changed",
-                    before: oldDefaults.joined(separator: "\n"), after: newDefaults.joined(separator: "\n")))
+                    before: .defaultsList(oldDefaults), after: .defaultsList(newDefaults)))
         }
         return changes
     }
@@ -176,46 +386,22 @@ enum Canonical {
         "[" + values.map(quote).joined(separator: ",") + "]"
     }
 
-    static func defaults(_ d: ComponentDefaults?) -> String {
-        var parts: [String] = []
-        if let c = d?.caseSensitive { parts.append("\"caseSensitive\":\(c)") }
-        if let p = d?.percentEncoded { parts.append("\"percentEncoded\":\(p)") }
-        return "{" + parts.joined(separator: ",") + "}"
-    }
-
     /// The `defaults` of the details that contribute rules, consecutive repeats collapsed (so
     /// splitting or merging details with the same defaults is no change).
-    static func detailDefaults(_ details: [AppLinksDetail]) -> [String] {
-        var result: [String] = []
+    static func detailDefaults(_ details: [AppLinksDetail]) -> [DefaultsValue] {
+        var result: [DefaultsValue] = []
         for detail in details where !rules(detail).isEmpty {
-            let text = defaults(detail.defaults)
-            if result.last != text { result.append(text) }
+            let value = DefaultsValue(detail.defaults)
+            if result.last != value { result.append(value) }
         }
         return result
     }
 
-    /// The rules a detail contributes, in order: its components, else its paths.
-    static func rules(_ detail: AppLinksDetail) -> [String] {
-        if let components = detail.components { return components.map(component) }
-        return (detail.paths ?? []).map { "path " + quote($0) }
-    }
-
-    static func component(_ rule: ComponentRule) -> String {
-        var parts: [String] = []
-        if let p = rule.path { parts.append("\"/\":" + quote(p)) }
-        switch rule.query {
-        case .string(let s): parts.append("\"?\":" + quote(s))
-        case .items(let items):
-            let sorted = items.sorted { $0.name < $1.name }
-            parts.append("\"?\":{" + sorted.map { quote($0.name) + ":" + quote($0.pattern) }.joined(separator: ",") + "}")
-        case .ignored: parts.append("\"?\":\"<ignored dictionary>\"")
-        case nil: break
-        }
-        if let f = rule.fragment { parts.append("\"#\":" + quote(f)) }
-        if rule.exclude { parts.append("\"exclude\":true") }
-        if let c = rule.options.caseSensitive { parts.append("\"caseSensitive\":\(c)") }
-        if let p = rule.options.percentEncoded { parts.append("\"percentEncoded\":\(p)") }
-        return "{" + parts.joined(separator: ",") + "}"
+    /// The rules a detail contributes, in order: its components, else its paths (positions are
+    /// set by the caller).
+    static func rules(_ detail: AppLinksDetail) -> [RuleValue] {
+        if let components = detail.components { return components.map { RuleValue(position: 0, component: ComponentValue($0)) } }
+        return (detail.paths ?? []).map { RuleValue(position: 0, path: $0) }
     }
 }
 

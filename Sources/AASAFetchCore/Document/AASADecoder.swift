@@ -85,7 +85,8 @@ public enum AASADecoder {
     public static func invalidJSONFinding(_ error: JSONSyntaxError) -> Finding {
         var message = "invalid JSON at line \(error.line), column \(error.column): \(error.message)"
         if !error.excerpt.isEmpty { message += " — near `\(error.excerpt)`" }
-        return .error("invalid-json", message, location: "\(error.line):\(error.column)", fix: fix(for: error.kind))
+        return Finding(code: "invalid-json", severity: .error, message: message, location: "\(error.line):\(error.column)",
+                       line: error.line, column: error.column, fix: fix(for: error.kind))
     }
 
     static func fix(for kind: JSONSyntaxError.Kind) -> String {
@@ -118,6 +119,8 @@ enum FindingLocator {
             }
             var copy = finding
             copy.message += " (line \(value.position.line), column \(value.position.column))"
+            copy.line = value.position.line
+            copy.column = value.position.column
             return copy
         }
     }

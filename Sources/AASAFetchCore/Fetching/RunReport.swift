@@ -24,23 +24,38 @@ public struct EntryVerdict: Sendable, Hashable, Encodable {
                   findings: entry.findings)
     }
 
-    private enum CodingKeys: String, CodingKey {
-        case index, entry, normalized, service, domain, host, wildcard, mode, associated, code, findings
+    /// The JSON shape of a verdict: the entry's fields and the verdict's side by side.
+    struct Record: Encodable {
+        var index: Int
+        var entry: String?
+        var normalized: String?
+        var service: Service?
+        var domain: String?
+        var host: String?
+        var wildcard: Bool
+        var mode: AlternateMode?
+        var associated: Bool?
+        var code: String
+        var findings: [Finding]
+
+        init(_ verdict: EntryVerdict) {
+            index = verdict.entry.index
+            entry = verdict.entry.raw
+            normalized = verdict.entry.normalized
+            service = verdict.entry.service
+            domain = verdict.entry.domain
+            host = verdict.entry.host
+            wildcard = verdict.entry.isWildcard
+            mode = verdict.entry.mode
+            associated = verdict.associated
+            code = verdict.code
+            findings = verdict.findings
+        }
     }
 
+    /// Encodes ``Record``, the flat JSON shape.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(entry.index, forKey: .index)
-        try container.encode(entry.raw, forKey: .entry)
-        try container.encode(entry.normalized, forKey: .normalized)
-        try container.encode(entry.service, forKey: .service)
-        try container.encode(entry.domain, forKey: .domain)
-        try container.encode(entry.host, forKey: .host)
-        try container.encode(entry.isWildcard, forKey: .wildcard)
-        try container.encode(entry.mode, forKey: .mode)
-        try container.encode(associated, forKey: .associated)
-        try container.encode(code, forKey: .code)
-        try container.encode(findings, forKey: .findings)
+        try Record(self).encode(to: encoder)
     }
 }
 
@@ -89,29 +104,7 @@ public struct DomainReport: Sendable, Encodable {
 
     private enum CodingKeys: String, CodingKey {
         case host, entries, route, tier, startOrder, associated, code, reason, httpStatus, url
-        case redirectLocation, contentType, bytes, appIDs, customRoot, findings, attempts, cdn
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(host, forKey: .host)
-        try c.encode(entries, forKey: .entries)
-        try c.encode(route, forKey: .route)
-        try c.encode(tier, forKey: .tier)
-        try c.encode(startOrder, forKey: .startOrder)
-        try c.encode(associated, forKey: .associated)
-        try c.encode(code, forKey: .code)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(httpStatus, forKey: .httpStatus)
-        try c.encode(url, forKey: .url)
-        try c.encode(redirectLocation, forKey: .redirectLocation)
-        try c.encode(contentType, forKey: .contentType)
-        try c.encode(bytes, forKey: .bytes)
-        try c.encode(appIDs, forKey: .appIDs)
-        try c.encode(reliesOnExtraCA, forKey: .customRoot)
-        try c.encode(findings, forKey: .findings)
-        try c.encode(attempts, forKey: .attempts)
-        try c.encode(cdn, forKey: .cdn)
+        case redirectLocation, contentType, bytes, appIDs, reliesOnExtraCA = "customRoot", findings, attempts, cdn
     }
 }
 
@@ -143,43 +136,40 @@ public enum AppIDSource: String, Sendable, Codable {
     case none
 }
 
-/// The result of `aasa-fetch` over a set of entries: what `--json` prints.
+/// The result of `aasa-fetch` over a set of entries: what `--json` prints (keys in this order;
+/// the streaming run writes the same document piece by piece).
 public struct RunReport: Sendable, Encodable {
     /// The JSON shape's version.
-    public var schemaVersion = 1
+    public var schemaVersion = JSONSchemaVersion.current
     /// The app IDs checked.
     public var appIDs: [String]
     /// Where they came from.
     public var appIDSource: AppIDSource
     /// The region used for priorities, when known.
     public var region: String?
-    /// Every entry with its verdict, in entitlement order.
-    public var entries: [EntryVerdict]
-    /// Every host downloaded, in the order downloads started.
-    public var domains: [DomainReport]
     /// Findings about the inputs as a whole (app ID source, entitlements file).
     public var findings: [Finding]
+    /// Every host downloaded, in the order downloads started.
+    public var domains: [DomainReport]
+    /// Every entry with its verdict, in entitlement order.
+    public var entries: [EntryVerdict]
     /// Counts.
     public var summary: RunSummary
 
+    /// Creates a report.
+    public init(appIDs: [String], appIDSource: AppIDSource, region: String?, entries: [EntryVerdict],
+                domains: [DomainReport], findings: [Finding], summary: RunSummary) {
+        self.appIDs = appIDs
+        self.appIDSource = appIDSource
+        self.region = region
+        self.findings = findings
+        self.domains = domains
+        self.entries = entries
+        self.summary = summary
+    }
+
     /// Whether every entry associates (or was unjudged), which makes the exit status 0.
     public var succeeded: Bool { summary.failed == 0 }
-
-    private enum CodingKeys: String, CodingKey {
-        case schemaVersion, appIDs, appIDSource, region, entries, domains, findings, summary
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(appIDs, forKey: .appIDs)
-        try c.encode(appIDSource, forKey: .appIDSource)
-        try c.encode(region, forKey: .region)
-        try c.encode(entries, forKey: .entries)
-        try c.encode(domains, forKey: .domains)
-        try c.encode(findings, forKey: .findings)
-        try c.encode(summary, forKey: .summary)
-    }
 }
 
 /// Judges association: joins parsed entries, fetch results and app IDs into a ``RunReport``.

@@ -32,15 +32,23 @@ public struct Finding: Sendable, Codable, Hashable {
     /// Where in the input the finding points: a JSON pointer (`/applinks/details/0`), a
     /// `line:column` position, or an entitlement entry; `nil` when it concerns the whole input.
     public var location: String?
+    /// The 1-based line in an association file the finding points at (a syntax error's position,
+    /// or where the value a JSON pointer names starts); `nil` when it points at no place in a file.
+    public var line: Int?
+    /// The 1-based column (in Unicode scalars) that goes with ``line``.
+    public var column: Int?
     /// What to change, when there is a clear fix.
     public var fix: String?
 
     /// Creates a finding.
-    public init(code: String, severity: Severity, message: String, location: String? = nil, fix: String? = nil) {
+    public init(code: String, severity: Severity, message: String, location: String? = nil,
+                line: Int? = nil, column: Int? = nil, fix: String? = nil) {
         self.code = code
         self.severity = severity
         self.message = message
         self.location = location
+        self.line = line
+        self.column = column
         self.fix = fix
     }
 

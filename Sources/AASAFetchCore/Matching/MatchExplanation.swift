@@ -1,5 +1,8 @@
-/// Why a URL got its decision, for `match --json` and human output.
+/// Why a URL got its decision, for `match --json` (one object a line, every key present) and
+/// human output.
 public struct MatchExplanation: Codable, Sendable, Hashable {
+    /// The JSON shape's version.
+    public var schemaVersion = JSONSchemaVersion.current
     /// The URL as given.
     public var url: String
     /// The app ID.

@@ -26,30 +26,45 @@ public struct RefreshedHost: Sendable, Encodable {
     /// Whether one of its changes means an association broke.
     public var isBreaking: Bool { events.contains { $0.kind.isBreaking } }
 
-    private enum CodingKeys: String, CodingKey {
-        case host, route, outcome, code, reason, httpStatus, previousCode, consecutiveFailures, nextCheck, approvedFileKept, events
+    /// The JSON shape: host and route side by side with the outcome.
+    struct Record: Encodable {
+        var host: String
+        var route: Route
+        var outcome: RefreshOutcome
+        var code: String
+        var reason: String
+        var httpStatus: Int?
+        var previousCode: String?
+        var consecutiveFailures: Int
+        var nextCheck: Date
+        var approvedFileKept: Bool
+        var events: [HistoryEvent]
+
+        init(_ host: RefreshedHost) {
+            self.host = host.key.host
+            route = host.key.route
+            outcome = host.outcome
+            code = host.code
+            reason = host.reason
+            httpStatus = host.httpStatus
+            previousCode = host.previousCode
+            consecutiveFailures = host.consecutiveFailures
+            nextCheck = host.nextCheck
+            approvedFileKept = host.hasApprovedFile
+            events = host.events
+        }
     }
 
+    /// Encodes ``Record``, the flat JSON shape.
     public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(key.host, forKey: .host)
-        try c.encode(key.route, forKey: .route)
-        try c.encode(outcome, forKey: .outcome)
-        try c.encode(code, forKey: .code)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(httpStatus, forKey: .httpStatus)
-        try c.encode(previousCode, forKey: .previousCode)
-        try c.encode(consecutiveFailures, forKey: .consecutiveFailures)
-        try c.encode(Timestamp.string(nextCheck), forKey: .nextCheck)
-        try c.encode(hasApprovedFile, forKey: .approvedFileKept)
-        try c.encode(events, forKey: .events)
+        try Record(self).encode(to: encoder)
     }
 }
 
 /// What one `aasa-fetch refresh` pass did: `refresh --json` prints it.
 public struct RefreshReport: Sendable, Encodable {
     /// The JSON shape's version.
-    public var schemaVersion = 1
+    public var schemaVersion = JSONSchemaVersion.current
     /// The time the pass ran at.
     public var now: Date
     /// The lease owner this process used.
@@ -81,52 +96,87 @@ public struct RefreshReport: Sendable, Encodable {
     /// Every change recorded.
     public var changes: [HistoryEvent] { hosts.flatMap(\.events) }
 
-    private enum CodingKeys: String, CodingKey {
-        case schemaVersion, now, owner, fetched, notModified, approved, failed, changes, broken
-        case leasedElsewhere, otherOwners, abandoned, leaseLost, stopped, nextDue, hosts
+    /// The JSON shape: the counts beside the hosts.
+    struct Record: Encodable {
+        var schemaVersion: Int
+        var now: Date
+        var owner: String
+        var fetched: Int
+        var notModified: Int
+        var approved: Int
+        var failed: Int
+        var changes: Int
+        var broken: Bool
+        var leasedElsewhere: Int
+        var otherOwners: [String]
+        var abandoned: Int
+        var leaseLost: [String]
+        var stopped: Bool
+        var nextDue: Date?
+        var hosts: [RefreshedHost]
+
+        init(_ report: RefreshReport) {
+            schemaVersion = report.schemaVersion
+            now = report.now
+            owner = report.owner
+            fetched = report.hosts.count
+            notModified = report.hosts.filter { $0.outcome == .notModified }.count
+            approved = report.hosts.filter { $0.outcome == .approved || $0.outcome == .notModified }.count
+            failed = report.hosts.filter { $0.outcome == .transient || $0.outcome == .denied }.count
+            changes = report.changes.count
+            broken = report.broken
+            leasedElsewhere = report.leasedElsewhere
+            otherOwners = report.otherOwners
+            abandoned = report.abandoned
+            leaseLost = report.leaseLost.map(\.description)
+            stopped = report.stopped
+            nextDue = report.nextDue
+            hosts = report.hosts
+        }
     }
 
+    /// Encodes ``Record``: the counts are computed from the hosts.
     public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(Timestamp.string(now), forKey: .now)
-        try c.encode(owner, forKey: .owner)
-        try c.encode(hosts.count, forKey: .fetched)
-        try c.encode(hosts.filter { $0.outcome == .notModified }.count, forKey: .notModified)
-        try c.encode(hosts.filter { $0.outcome == .approved || $0.outcome == .notModified }.count, forKey: .approved)
-        try c.encode(hosts.filter { $0.outcome == .transient || $0.outcome == .denied }.count, forKey: .failed)
-        try c.encode(changes.count, forKey: .changes)
-        try c.encode(broken, forKey: .broken)
-        try c.encode(leasedElsewhere, forKey: .leasedElsewhere)
-        try c.encode(otherOwners, forKey: .otherOwners)
-        try c.encode(abandoned, forKey: .abandoned)
-        try c.encode(leaseLost.map(\.description), forKey: .leaseLost)
-        try c.encode(stopped, forKey: .stopped)
-        try c.encode(nextDue.map(Timestamp.string), forKey: .nextDue)
-        try c.encode(hosts, forKey: .hosts)
+        try Record(self).encode(to: encoder)
     }
 }
 
 extension HistoryEvent: Encodable {
-    private enum CodingKeys: String, CodingKey {
-        case host, route, at, kind, code, previousCode, reason, httpStatus, changes, appID, entry, service
+    /// The JSON shape: `{"host","route","at","kind", …every field of the detail}` (`null` where a
+    /// field does not apply to the kind).
+    struct Record: Encodable {
+        var host: String
+        var route: Route
+        var at: Date
+        var kind: HistoryKind
+        var code: String?
+        var previousCode: String?
+        var reason: String?
+        var httpStatus: Int?
+        var changes: [AASAChange]?
+        var appID: String?
+        var entry: String?
+        var service: Service?
+
+        init(_ event: HistoryEvent) {
+            host = event.key.host
+            route = event.key.route
+            at = event.at
+            kind = event.kind
+            code = event.detail.code
+            previousCode = event.detail.previousCode
+            reason = event.detail.reason
+            httpStatus = event.detail.httpStatus
+            changes = event.detail.changes
+            appID = event.detail.appID
+            entry = event.detail.entry
+            service = event.detail.service
+        }
     }
 
-    /// `{"host","route","at","kind", …the detail's fields when present}`.
+    /// Encodes ``Record``, the flat JSON shape.
     public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(key.host, forKey: .host)
-        try c.encode(key.route, forKey: .route)
-        try c.encode(Timestamp.string(at), forKey: .at)
-        try c.encode(kind, forKey: .kind)
-        try c.encodeIfPresent(detail.code, forKey: .code)
-        try c.encodeIfPresent(detail.previousCode, forKey: .previousCode)
-        try c.encodeIfPresent(detail.reason, forKey: .reason)
-        try c.encodeIfPresent(detail.httpStatus, forKey: .httpStatus)
-        try c.encodeIfPresent(detail.changes, forKey: .changes)
-        try c.encodeIfPresent(detail.appID, forKey: .appID)
-        try c.encodeIfPresent(detail.entry, forKey: .entry)
-        try c.encodeIfPresent(detail.service, forKey: .service)
+        try Record(self).encode(to: encoder)
     }
 }
 
