@@ -36,8 +36,12 @@ extension AASAFetchCommand {
 
     static func run(arguments: [String]) async {
         let console = Console.standard
-        // Before parsing, so that a usage error is a JSON document too.
-        if arguments.prefix(while: { $0 != "--" }).contains("--json") { console.expectJSON() }
+        // Before parsing, so that a usage error is a JSON document too (a line in a line protocol).
+        let options = arguments.prefix { $0 != "--" }
+        let lines = (arguments.first == "match") || (arguments.first == "refresh" && (options.contains("--watch") || options.contains("--worker")))
+        if options.contains("--json") || (arguments.first == "match" && options.contains("--cases")) {
+            console.expectJSON(lines: lines)
+        }
         do {
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
