@@ -9,7 +9,7 @@ extension AASAFetchCommand {
     ///
     /// Exit status: 0 every entry associates (or could not be judged for want of an app ID),
     /// 1 a step failed, 2 the input could not be read, 64 usage error.
-    /// JSON shape: ``DiagnosisReport`` (README, "diagnose --json").
+    /// JSON shape: ``DiagnosisReport`` (docs/json.md, docs/schema/diagnose.schema.json).
     struct Diagnose: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Say why a domain does (not) associate: walk the OS's steps (entry, DNS, TCP, TLS, HTTP, JSON, structure, app ID, CDN) and stop at the first failure."

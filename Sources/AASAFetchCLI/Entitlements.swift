@@ -9,7 +9,7 @@ extension AASAFetchCommand {
     ///
     /// Exit status: 0 no error finding (and with `--compare`, no difference), 1 an error finding or
     /// a difference, 2 the app cannot be read, 64 usage.
-    /// JSON shape: README, "`aasa-fetch entitlements --json`".
+    /// JSON shape: docs/json.md, docs/schema/entitlements.schema.json.
     struct Entitlements: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the entitlements a built app ships (.ipa, .app, Mach-O or provisioning profile) and compare them."

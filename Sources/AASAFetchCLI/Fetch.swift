@@ -10,7 +10,7 @@ extension AASAFetchCommand {
     ///
     /// Exit status: 0 every entry associates (or could not be judged for want of an app ID),
     /// 1 at least one fails, 2 the input could not be read, 64 usage error.
-    /// JSON shape: ``RunReport`` (README, "JSON shapes").
+    /// JSON shape: ``RunReport`` (docs/json.md, docs/schema/fetch.schema.json).
     struct Fetch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Download every associated domain's file as Apple's downloader does, and judge association (default command)."

@@ -11,9 +11,10 @@ extension AASAFetchCommand {
     /// first). Without `--app-id` every app the files name is answered.
     ///
     /// `--json` prints one ``MatchExplanation`` object per line (per URL and app):
-    /// `{"url","appID","decision":"match|exclude|no_match","host","detail","component":{"kind","index","rule"},"reason","nearest":{…}}`.
+    /// `{"schemaVersion","url","appID","decision":"match|exclude|no_match","host","detail","component":{"kind","index","rule"},"reason","nearest":{…}}`.
     /// `--cases FILE|-` speaks the conformance line protocol: `{"id","aasa","domain","appId","url"}`
-    /// in, `{"id","decision"}` out (or `{"id","error"}` for a line that cannot be used).
+    /// in, ``CaseReply`` out: `{"schemaVersion","id","decision","error"}` (`error` `{code, message}`
+    /// and `decision` `null` for a line that cannot be used). Schemas: docs/schema/match*.schema.json.
     ///
     /// Exit status: 0 every answer is `match` (with `--cases`: every line answered), 1 at least one
     /// `exclude` or `no_match` (with `--cases`: a line could not be used), 2 unusable input, 64 usage.

@@ -6,7 +6,7 @@ extension AASAFetchCommand {
     /// without touching the network.
     ///
     /// JSON shape: `{"schemaVersion":1,"region":"CN"|null,"appIDs":[…],"entries":[EntryVerdict…],
-    /// "fetches":[{"host","route","tier","entries":[raw…]}],"findings":[…]}`.
+    /// "fetches":[{"host","route","tier","entries":[raw…]}],"findings":[…]}` (docs/schema/plan.schema.json).
     struct Plan: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show parsed entries, their findings and the downloads in start order (no network)."

@@ -82,7 +82,7 @@ extension AASAFetchCommand {
     /// JSON: `{"schemaVersion","store","now","hosts":[{"host","route","tier","code","reason",
     /// "httpStatus","fetchedAt","approved","lastApprovedAt","approvedBytes","etag","lastModified",
     /// "consecutiveFailures","nextCheck","due","lease","entries","history"}]}` (`entries` and
-    /// `history` are `null` without a host).
+    /// `history` are `null` without a host; times ISO 8601).
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show what the store knows: status, last approved file, next check, failures, history."
@@ -195,7 +195,7 @@ extension AASAFetchCommand {
     /// `aasa-fetch forget HOST`: removes a host (every route), its entries and its history.
     ///
     /// Exit status: 0 removed, 1 the host was not in the store, 2 the store is missing or unusable.
-    /// JSON: `{"host","removed"}` (`removed`: how many host records, one per route).
+    /// JSON: `{"schemaVersion","host","removed"}` (`removed`: how many host records, one per route).
     struct Forget: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a host, its entries and its history from the store.")
 
@@ -233,7 +233,7 @@ extension AASAFetchCommand {
     /// (`DIR/HOST.cdn.json` for the CDN route). Default `DIR`: `export` inside the cache folder.
     ///
     /// Exit status: 0 written, 2 the store is unusable or a file cannot be written.
-    /// JSON: `{"out","files":[{"host","route","path","bytes","approvedAt"}]}`.
+    /// JSON: `{"schemaVersion","out","files":[{"host","route","path","bytes","approvedAt"}]}`.
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Write the last approved file of every host, one file per host.")
 

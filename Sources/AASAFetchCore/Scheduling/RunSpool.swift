@@ -148,7 +148,7 @@ public final class RunSpool: Sendable {
     /// keeps them and their hosts, in one transaction. Errors thrown by `produce` pass through.
     public func append(definitions: [String: String], _ produce: (_ add: (String?) throws -> Void) throws -> Void) throws {
         let parser = EntryParser(definitions: definitions)
-        let encoder = JSONEncoder()
+        let encoder = ReportJSONWriter(style: .compact)
         let prioritizer = prioritizer
         do {
             try queue.inDatabase { db in
@@ -283,7 +283,7 @@ public final class RunSpool: Sendable {
         // No transaction: one host's few rows, in a database without a journal.
         try access { db in
             let decoder = JSONDecoder()
-            let encoder = JSONEncoder()
+            let encoder = ReportJSONWriter(style: .compact)
             var verdicts = try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM entries WHERE host = ? ORDER BY position"), arguments: [result.host]
             ).map { try Self.verdict($0, decoder) }
@@ -354,8 +354,8 @@ public final class RunSpool: Sendable {
         findings.filter { $0.severity == .warning && $0.code.hasPrefix("entitlement-") }.count
     }
 
-    private static func encode(_ findings: [Finding], _ encoder: JSONEncoder) throws -> Data? {
-        findings.isEmpty ? nil : try encoder.encode(findings)
+    private static func encode(_ findings: [Finding], _ encoder: ReportJSONWriter) throws -> Data? {
+        findings.isEmpty ? nil : Data(try encoder.encode(findings))
     }
 
     private static func decodeFindings(_ data: Data?, _ decoder: JSONDecoder) throws -> [Finding] {
