@@ -65,6 +65,8 @@ public enum ChangeValue: Sendable, Hashable, Codable {
     /// Text, as earlier versions recorded it in the store's history.
     case text(String)
 
+    /// Decodes stored history: the JSON form does not name the case, so it is told by shape (an
+    /// empty list decodes as ``strings(_:)``, which prints and compares in JSON as any empty list).
     public init(from decoder: any Decoder) throws {
         let single = try decoder.singleValueContainer()
         if let text = try? single.decode(String.self) {
