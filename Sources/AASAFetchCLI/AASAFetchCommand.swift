@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The root `aasa-fetch` command. Without a subcommand it runs ``Fetch``.
 public struct AASAFetchCommand: AsyncParsableCommand {
@@ -23,8 +24,19 @@ public enum AASAFetchVersion {
 }
 
 extension AASAFetchCommand {
-    /// Parses the process arguments, runs the chosen command and exits with its status.
+    /// Parses the process arguments (with the options of `AASA_FETCH_*` variables added, see
+    /// ``OptionSources``), runs the chosen command and exits with its status.
     public static func runFromCommandLine() async {
-        await main()
+        let resolution: OptionSources.Resolution
+        do {
+            resolution = try OptionSources.resolve(
+                Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+        } catch {
+            exit(withError: error)
+        }
+        for warning in resolution.warnings {
+            FileHandle.standardError.write(Data((warning + "\n").utf8))
+        }
+        await main(resolution.arguments)
     }
 }
