@@ -30,18 +30,37 @@ extension AASAFetchCommand {
     /// (``Console/report(_:details:)``): `aasa-fetch: CODE: message` on standard error, with
     /// `--json` also `{"schemaVersion", "error": {"code", "message"}}` on standard output. Usage
     /// errors (exit 64) have the code `usage`; help and `--version` print as usual.
+    ///
+    /// The options of `AASA_FETCH_*` variables are added first (see ``OptionSources``); a variable
+    /// with a refused value is a usage error that names it.
     public static func runFromCommandLine() async {
-        await run(arguments: Array(CommandLine.arguments.dropFirst()))
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let resolution: OptionSources.Resolution
+        do {
+            resolution = try OptionSources.resolve(arguments, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            exit(reporting: error, console: console(for: arguments))
+        }
+        for warning in resolution.warnings {
+            FileHandle.standardError.write(Data((warning + "\n").utf8))
+        }
+        await run(arguments: resolution.arguments)
     }
 
-    static func run(arguments: [String]) async {
+    /// The console for a run with `arguments`, told before parsing whether the run speaks JSON, so
+    /// that a usage error is a JSON document too (a line in a line protocol).
+    static func console(for arguments: [String]) -> Console {
         let console = Console.standard
-        // Before parsing, so that a usage error is a JSON document too (a line in a line protocol).
         let options = arguments.prefix { $0 != "--" }
         let lines = (arguments.first == "match") || (arguments.first == "refresh" && (options.contains("--watch") || options.contains("--worker")))
         if options.contains("--json") || (arguments.first == "match" && options.contains("--cases")) {
             console.expectJSON(lines: lines)
         }
+        return console
+    }
+
+    static func run(arguments: [String]) async {
+        let console = console(for: arguments)
         do {
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {

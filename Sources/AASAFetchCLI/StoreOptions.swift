@@ -14,26 +14,14 @@ struct StoreOptions: ParsableArguments {
         valueName: "url"))
     var storeURL: String?
 
-    /// The PostgreSQL URL in use, if any.
-    var url: String? {
-        if let storeURL { return storeURL }
-        if let fromEnvironment = ProcessInfo.processInfo.environment["AASA_FETCH_STORE"], !fromEnvironment.isEmpty {
-            return fromEnvironment
-        }
-        return nil
-    }
+    /// The PostgreSQL URL in use, if any (`AASA_FETCH_STORE` arrives as `--store`, see ``OptionSources``).
+    var url: String? { storeURL }
 
     /// Where the store is, for messages: the file, or the URL without its password.
     var location: String { url.map(PostgresAssociationStore.redacted) ?? path }
 
-    /// The folder in use.
-    var directory: String {
-        if let cacheDirectory { return cacheDirectory }
-        if let fromEnvironment = ProcessInfo.processInfo.environment["AASA_FETCH_CACHE"], !fromEnvironment.isEmpty {
-            return fromEnvironment
-        }
-        return "cache"
-    }
+    /// The folder in use (`AASA_FETCH_CACHE` arrives as `--cache`, see ``OptionSources``).
+    var directory: String { cacheDirectory ?? "cache" }
 
     /// The database file.
     var path: String { (directory as NSString).appendingPathComponent(SQLiteAssociationStore.fileName) }

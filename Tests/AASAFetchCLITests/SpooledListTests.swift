@@ -187,7 +187,7 @@ struct SpooledListTests {
         process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
         process.arguments = ["--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
                              "--allow-private", "--max-time", "60", "--retry-delays", "", "--app-id", Self.appID]
-        process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": tmp.path, "NO_COLOR": "1"]) { _, new in new }
+        process.environment = ChildProcess.inheritedEnvironment.merging(["TMPDIR": tmp.path, "NO_COLOR": "1"]) { _, new in new }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

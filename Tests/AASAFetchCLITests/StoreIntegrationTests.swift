@@ -225,7 +225,7 @@ struct StoreIntegrationTests {
             _ = FileManager.default.createFile(atPath: err.path, contents: nil)
             process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
             process.arguments = arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(["NO_COLOR": "1", "AASA_FETCH_CACHE": cache.path]) { _, new in new }
+            process.environment = ChildProcess.inheritedEnvironment.merging(["NO_COLOR": "1", "AASA_FETCH_CACHE": cache.path]) { _, new in new }
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = try FileHandle(forWritingTo: out)
             process.standardError = try FileHandle(forWritingTo: err)

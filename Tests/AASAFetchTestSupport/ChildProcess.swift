@@ -27,11 +27,21 @@ public enum ChildProcess {
         public var standardError: String
     }
 
+    /// This process's environment without the `AASA_FETCH_*` variables, which would otherwise set
+    /// options of every `aasa-fetch` a test runs (a developer's shell may have them).
+    public static var inheritedEnvironment: [String: String] {
+        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AASA_FETCH_") }
+    }
+
     /// Runs a program to completion and returns its output; kills it when it runs too long.
     /// - Parameters:
     ///   - executable: Absolute path of the program.
     ///   - arguments: Its arguments.
-    ///   - environment: Extra environment variables (added to this process's environment).
+    ///   - environment: Extra environment variables (added to ``inheritedEnvironment``).
+    ///   - inherit: Whether to start from ``inheritedEnvironment``; with `false`, `environment` is all there is.
+    ///   - workingDirectory: The folder it runs in (default: this process's).
+    ///   - standardInput: A file to read standard input from (default: none, `/dev/null`).
+    ///   - mergingStandardError: Whether standard error goes to the same file as standard output (`2>&1`).
     ///   - timeout: The most the program may run.
     /// - Returns: Exit status and output.
     /// - Throws: ``TestSupportError`` when it cannot start or times out.
@@ -40,6 +50,10 @@ public enum ChildProcess {
         _ executable: String,
         _ arguments: [String],
         environment: [String: String] = [:],
+        inherit: Bool = true,
+        workingDirectory: URL? = nil,
+        standardInput: URL? = nil,
+        mergingStandardError: Bool = false,
         timeout: Duration = .seconds(30)
     ) throws -> Output {
         let scratch = FileManager.default.temporaryDirectory
@@ -60,10 +74,19 @@ public enum ChildProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        process.standardInput = FileHandle.nullDevice
+        process.environment = inherit ? inheritedEnvironment.merging(environment) { _, new in new } : environment
+        if let workingDirectory { process.currentDirectoryURL = workingDirectory }
+        if let standardInput {
+            do {
+                process.standardInput = try FileHandle(forReadingFrom: standardInput)
+            } catch {
+                throw TestSupportError("cannot read \(standardInput.path) for standard input: \(error)")
+            }
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         process.standardOutput = out
-        process.standardError = err
+        process.standardError = mergingStandardError ? out : err
         do {
             try process.run()
         } catch {
