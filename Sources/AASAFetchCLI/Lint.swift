@@ -34,7 +34,7 @@ public struct Lint: AsyncParsableCommand {
     /// The command's name, help and exit-status documentation.
     public static let configuration = CommandConfiguration(
         abstract: "Check apple-app-site-association files for syntax, structure and semantic problems.",
-        discussion: "Exit status: 0 no errors, 1 errors found, 2 a file could not be read. Use - for standard input."
+        discussion: HelpText.discussion("Use - for standard input.", examples: CommandHelp.lint, exitCodes: CommandHelp.lintExitCodes)
     )
 
     /// The files to check.

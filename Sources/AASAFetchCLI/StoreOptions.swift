@@ -60,6 +60,21 @@ struct StoreOptions: ParsableArguments {
     }
 }
 
+/// The store grammar of a run that can go without a store (`fetch`, `match`): ``StoreOptions``
+/// and `--no-store`.
+struct RunStoreOptions: ParsableArguments {
+    @OptionGroup var store: StoreOptions
+
+    @Flag(name: .customLong("no-store"), help: "Use no store: read no stored file and record nothing (a pure run).")
+    var noStore = false
+
+    func validate() throws {
+        if noStore, let given = store.cacheDirectory.map({ _ in "--cache" }) ?? store.storeURL.map({ _ in "--store" }) {
+            throw ValidationError("--no-store uses no store; drop \(given)")
+        }
+    }
+}
+
 extension CommandFailure {
     /// A store failure as a command failure (exit 2).
     init(store error: StoreError) {
