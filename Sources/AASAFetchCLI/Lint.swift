@@ -126,7 +126,7 @@ public struct Lint: AsyncParsableCommand {
                 }
                 let location = finding.location.map { $0.isEmpty ? " (root)" : " \($0)" } ?? ""
                 lines.append("  \(console.paint(finding.severity.rawValue, color)) \(finding.code)\(location): \(finding.message)")
-                if let fix = finding.fix { lines.append("    " + console.paint("fix: \(fix)", .dim)) }
+                if let fix = finding.fix { lines.append("    \(console.paint("fix:", .dim)) \(fix)") }
             }
             if file.findings.isEmpty {
                 lines.append("  " + console.paint("no problems", .green))
