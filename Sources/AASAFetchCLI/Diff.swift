@@ -35,11 +35,11 @@ public struct Diff: AsyncParsableCommand {
     )
 
     /// The earlier file.
-    @Argument(help: "The earlier association file.")
+    @Argument(help: "The earlier association file.", completion: .file())
     public var old: String
 
     /// The later file.
-    @Argument(help: "The later association file.")
+    @Argument(help: "The later association file.", completion: .file())
     public var new: String
 
     /// Machine-readable output.

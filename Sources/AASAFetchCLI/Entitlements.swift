@@ -18,9 +18,9 @@ extension AASAFetchCommand {
                 examples: CommandHelp.entitlements, exitCodes: CommandHelp.entitlementsExitCodes)
         )
 
-        @Argument(help: ArgumentHelp("An .ipa, an .app folder, a Mach-O executable, a provisioning profile or an .entitlements file (XML or binary plist).", valueName: "path"))
+        @Argument(help: ArgumentHelp("An .ipa, an .app folder, a Mach-O executable, a provisioning profile or an .entitlements file (XML or binary plist).", valueName: "path"), completion: .file())
         var path: String
-        @Option(help: ArgumentHelp("The project's .entitlements file to compare with.", valueName: "file"))
+        @Option(help: ArgumentHelp("The project's .entitlements file to compare with.", valueName: "file"), completion: .file(extensions: ["entitlements", "plist"]))
         var compare: String?
         @Option(name: .customLong("define"), help: ArgumentHelp("A value for an Xcode variable of the compared file (repeatable).", valueName: "NAME=VALUE"))
         var definitions: [String] = []

@@ -6,16 +6,16 @@ import Foundation
 /// `--entitlements`, `--app`, `--domain`, `--domains`, `--app-id`, `--define`, `--region`, `-q`.
 /// Each option means the same everywhere; ``load(adding:)`` is the one place inputs are read.
 struct InputOptions: ParsableArguments {
-    @Option(name: .customLong("entitlements"), help: ArgumentHelp("An .entitlements file (XML or binary plist): its associated domains, and its application-identifier as the default app ID.", valueName: "file"))
+    @Option(name: .customLong("entitlements"), help: ArgumentHelp("An .entitlements file (XML or binary plist): its associated domains, and its application-identifier as the default app ID.", valueName: "file"), completion: .file(extensions: ["entitlements", "plist"]))
     var entitlementsPath: String?
 
-    @Option(name: .customLong("app"), help: ArgumentHelp("A built app (.ipa, .app or Mach-O): the associated domains and app ID of its signed entitlements.", valueName: "path"))
+    @Option(name: .customLong("app"), help: ArgumentHelp("A built app (.ipa, .app or Mach-O): the associated domains and app ID of its signed entitlements.", valueName: "path"), completion: .file())
     var appPath: String?
 
     @Option(name: .customLong("domain"), help: ArgumentHelp("An entry such as applinks:www.example.com (repeatable); a bare host means applinks:HOST.", valueName: "entry"))
     var domains: [String] = []
 
-    @Option(name: .customLong("domains"), help: ArgumentHelp("A file with one entry a line ('#' comments; a bare host means applinks:HOST).", valueName: "file"))
+    @Option(name: .customLong("domains"), help: ArgumentHelp("A file with one entry a line ('#' comments; a bare host means applinks:HOST).", valueName: "file"), completion: .file())
     var domainsFile: String?
 
     @Option(name: .customLong("app-id"), help: ArgumentHelp("The app ID to check, TEAMID.bundle.id (repeatable); default: the application-identifier of --entitlements or --app.", valueName: "id"))

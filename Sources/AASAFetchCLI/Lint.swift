@@ -38,7 +38,7 @@ public struct Lint: AsyncParsableCommand {
     )
 
     /// The files to check.
-    @Argument(help: "Association files to check (- for standard input).")
+    @Argument(help: "Association files to check (- for standard input).", completion: .file())
     public var files: [String]
 
     /// Machine-readable output.

@@ -26,13 +26,13 @@ extension AASAFetchCommand {
         )
 
         @Argument(help: "URLs to decide.") var urls: [String] = []
-        @Option(name: .customLong("urls"), help: ArgumentHelp("A file of URLs, one a line ('-' for standard input).", valueName: "file"))
+        @Option(name: .customLong("urls"), help: ArgumentHelp("A file of URLs, one a line ('-' for standard input).", valueName: "file"), completion: .file())
         var urlsFile: String?
-        @Option(help: ArgumentHelp("An association file on disk to match against.", valueName: "file"))
+        @Option(help: ArgumentHelp("An association file on disk to match against.", valueName: "file"), completion: .file())
         var aasa: String?
         @Option(help: ArgumentHelp("With --aasa: the host the file is served for (default: each URL's host).", valueName: "host"))
         var host: String?
-        @Option(help: ArgumentHelp("Conformance line protocol input ('-' for standard input).", valueName: "file"))
+        @Option(help: ArgumentHelp("Conformance line protocol input ('-' for standard input).", valueName: "file"), completion: .file())
         var cases: String?
         @OptionGroup var input: InputOptions
         @OptionGroup var network: NetworkOptions

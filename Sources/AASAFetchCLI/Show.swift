@@ -241,7 +241,7 @@ extension AASAFetchCommand {
             discussion: HelpText.discussion(examples: CommandHelp.export, exitCodes: CommandHelp.exportExitCodes))
 
         @OptionGroup var store: StoreOptions
-        @Option(help: ArgumentHelp("The folder to write to (default: export inside the cache folder).", valueName: "dir"))
+        @Option(help: ArgumentHelp("The folder to write to (default: export inside the cache folder).", valueName: "dir"), completion: .directory)
         var out: String?
         @Flag(help: "Print JSON.") var json = false
 

@@ -6,7 +6,7 @@ import Foundation
 /// store shared by many machines; else `--cache DIR` (default `$AASA_FETCH_CACHE`, else `cache`),
 /// file `DIR/aasa-fetch.sqlite`.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .customLong("cache"), help: ArgumentHelp("The folder of the store, aasa-fetch.sqlite (default: $AASA_FETCH_CACHE, else ./cache).", valueName: "dir"))
+    @Option(name: .customLong("cache"), help: ArgumentHelp("The folder of the store, aasa-fetch.sqlite (default: $AASA_FETCH_CACHE, else ./cache).", valueName: "dir"), completion: .directory)
     var cacheDirectory: String?
 
     @Option(name: .customLong("store"), help: ArgumentHelp(
