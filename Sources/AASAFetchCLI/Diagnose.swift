@@ -75,7 +75,7 @@ extension AASAFetchCommand {
             let progress = console.stderrIsTerminal && !input.quiet && entries.count > 1
             var diagnoses: [Diagnosis] = []
             for (position, entry) in entries.enumerated() {
-                if progress { Self.progress("\(position + 1)/\(entries.count) diagnosing \(entry.raw ?? "")") }
+                if progress { Self.progress("\(position + 1)/\(entries.count) diagnosing \(entry.host ?? "an entry")") }
                 diagnoses.append(await diagnoser.diagnose(entry, appIDs: loaded.appIDs))
             }
             if progress { Self.progress(nil) }
@@ -116,6 +116,8 @@ struct DiagnosisRenderer {
             let apps = diagnosis.appIDs.isEmpty ? "no app ID" : diagnosis.appIDs.joined(separator: ", ")
             let mode = diagnosis.developerMode ? ", developer-mode rules" : ""
             emit(console.paint("\(diagnosis.entry ?? "(not a string)")", .bold) + "  (app \(apps), route \(diagnosis.route.rawValue)\(mode))")
+            // A fix is said once per entry (the user-agent check repeats the http step's).
+            var fixes: Set<String> = []
             for step in diagnosis.steps {
                 let mark: String
                 switch step.status {
@@ -129,7 +131,7 @@ struct DiagnosisRenderer {
                 for line in step.details {
                     emit("      \(console.paint(line, .dim))")
                 }
-                if let fix = step.fix, step.status == .failed || step.status == .warned {
+                if let fix = step.fix, step.status == .failed || step.status == .warned, fixes.insert(fix).inserted {
                     emit(renderer.fixLine(fix, under: "    "))
                 }
             }

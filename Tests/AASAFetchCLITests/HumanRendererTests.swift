@@ -149,6 +149,14 @@ struct HumanRendererTests {
         #expect(lines.all.contains("  ✔ entitlement  applinks:example.com is well formed"))
         #expect(lines.all.contains("  ✘ http         it failed [http-redirect]"))
         #expect(lines.all.contains("      fix: change it"))
+        // A fix is said once per entry: the user-agent check that repeats the http step's fix shows none.
+        var repeated = Self.diagnosis("applinks:www.example.com", failed: "http", code: "user-agent-blocked", associated: false)
+        repeated.steps.append(DiagnosisStep(step: "user-agent", title: "User agents", status: .failed, code: "user-agent-blocked",
+                                            summary: "AASA-Bot gets HTTP 403", fix: "change it"))
+        let once = Lines()
+        DiagnosisRenderer(console: Self.console, emit: once.emit).render(
+            DiagnosisReport(appIDs: [], appIDSource: .option, route: .origin, diagnoses: [repeated], findings: []))
+        #expect(once.all.filter { $0 == "      fix: change it" }.count == 1, "\(once.all)")
         // One entry: its verdict line is the last word, no tally.
         let single = Lines()
         DiagnosisRenderer(console: Self.console, emit: single.emit).render(
