@@ -176,6 +176,27 @@ struct InputGrammarTests {
         #expect((try both.json()["diagnoses"] as? [[String: Any]])?.count == 2)
     }
 
+    /// `--app`: the app's signed domains and its app ID, in each command.
+    @Test func appMeansTheSameInEveryCommand() async throws {
+        let sites = try await DemoSites.start()
+        defer { sites.stop() }
+        let dir = try AppFixtures.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ipa = dir.appendingPathComponent("Demo.ipa")
+        try Data(try AppFixtures.deflatedZip(AppFixtures.ipaEntries(executable: AppFixtures.signedExecutable(), profile: try AppFixtures.profile())))
+            .write(to: ipa)
+        let app = ["--app", ipa.path]
+        for arguments in [["fetch", "--json"] + app + sites.network, ["plan", "--json"] + app, ["diagnose", "--json"] + app + sites.network] {
+            let report = try ToolRunner.run(arguments).json()
+            #expect(report["appIDs"] as? [String] == [AppFixtures.appID], "\(arguments[0])")
+            #expect(report["appIDSource"] as? String ?? "app" == "app", "\(arguments[0])")
+        }
+        // example.com lists other apps only: match answers for the app's own ID (no_match, exit 1).
+        let match = try ToolRunner.run(["match", "https://example.com/buy/1", "--json", "--no-store"] + app + sites.network)
+        #expect(match.stdout.contains(#""appID":"\#(AppFixtures.appID)""#) && match.stdout.contains(#""decision":"no_match""#), "\(match.stdout)")
+        #expect(match.status == 1)
+    }
+
     /// One store grammar: `--cache DIR` names the same store in every command that uses one;
     /// `--no-store` (fetch, match) uses none and refuses a store option beside it.
     @Test func storeOptionsMeanTheSameInEveryCommand() async throws {
