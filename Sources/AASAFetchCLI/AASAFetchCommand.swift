@@ -6,6 +6,9 @@ public struct AASAFetchCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "aasa-fetch",
         abstract: "Download and check apple-app-site-association files the way Apple's devices do.",
+        discussion: HelpText.discussion(
+            "Without a command, aasa-fetch runs fetch. 'aasa-fetch help COMMAND' shows a command's options.",
+            examples: CommandHelp.root, exitCodes: CommandHelp.rootExitCodes),
         version: AASAFetchVersion.string,
         subcommands: [
             Fetch.self, Plan.self, Match.self, Diagnose.self, Refresh.self, Show.self, Forget.self, Export.self,

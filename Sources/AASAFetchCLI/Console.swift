@@ -24,6 +24,13 @@ public struct Console: Sendable {
             && ProcessInfo.processInfo.environment["TERM"] != "dumb"
     }
 
+    /// A console that paints (or not) whatever the streams are, for tests of the renderers.
+    init(colors: Bool) {
+        stdoutIsTerminal = false
+        stderrIsTerminal = false
+        colorsStdout = colors
+    }
+
     /// Writes a line to standard output.
     public func out(_ line: String) {
         write(line + "\n")

@@ -12,43 +12,57 @@ extension AASAFetchCommand {
     /// JSON shape: ``DiagnosisReport`` (docs/json.md, docs/schema/diagnose.schema.json).
     struct Diagnose: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Say why a domain does (not) associate: walk the OS's steps (entry, DNS, TCP, TLS, HTTP, JSON, structure, app ID, CDN) and stop at the first failure."
+            abstract: "Say why a domain does (not) associate: walk the OS's steps (entry, DNS, TCP, TLS, HTTP, JSON, structure, app ID, CDN) and stop at the first failure.",
+            discussion: HelpText.discussion(
+                "Entries are walked in the order fetch starts their downloads. diagnose reads and records nothing in the store.",
+                examples: CommandHelp.diagnose, exitCodes: CommandHelp.diagnoseExitCodes)
         )
 
         @Argument(help: ArgumentHelp("A host (applinks:HOST is checked) or a whole entry such as webcredentials:example.com.", valueName: "host"))
         var host: String?
 
-        @Option(name: .customLong("entitlements"), help: ArgumentHelp("Diagnose every entry of an .entitlements file (XML or binary plist).", valueName: "file"))
-        var entitlementsPath: String?
-
-        @Option(name: .customLong("domain"), help: ArgumentHelp("An entry such as applinks:www.example.com?mode=developer (repeatable).", valueName: "entry"))
-        var domains: [String] = []
-
-        @Option(name: .customLong("app-id"), help: ArgumentHelp("The app ID to check, TEAMID.bundle.id (repeatable); default: the entitlements' application-identifier.", valueName: "id"))
-        var appIDs: [String] = []
-
-        @Option(name: .customLong("define"), help: ArgumentHelp("A value for an Xcode variable such as $(APP_DOMAIN) (repeatable).", valueName: "NAME=VALUE"))
-        var definitions: [String] = []
-
+        @OptionGroup var input: InputOptions
         @OptionGroup var network: NetworkOptions
         @OptionGroup var routing: RouteOptions
         @Flag(help: "Print JSON.") var json = false
 
         func validate() throws {
-            let sources = (host == nil ? 0 : 1) + (entitlementsPath == nil ? 0 : 1) + (domains.isEmpty ? 0 : 1)
-            guard sources == 1 else {
-                throw ValidationError(sources == 0
-                    ? "give a HOST, --entitlements FILE or --domain ENTRY"
-                    : "give only one of HOST, --entitlements FILE and --domain ENTRY")
+            if host == nil { try input.requireEntries(alternatives: "a HOST") }
+        }
+
+        /// The entry `HOST` names: a whole entry when it starts with a known service, else `applinks:HOST`.
+        static func entry(forHost host: String) -> String {
+            let prefix = host.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+            return host.contains(":") && Service(name: prefix).isKnown ? host : "applinks:\(host)"
+        }
+
+        /// The entries in the order `fetch` starts their downloads (priority tier, then entry
+        /// order; entries with nothing to fetch last), so `--region` means the same as there.
+        static func walkOrder(_ entries: [AssociatedDomainEntry], region: String?) -> [AssociatedDomainEntry] {
+            let plan = FetchPlan(entries: entries, prioritizer: DomainPrioritizer(region: region))
+            var seen = Set<Int>()
+            var order: [Int] = []
+            for index in plan.fetches.flatMap(\.entryIndexes) + Array(entries.indices) where seen.insert(index).inserted {
+                order.append(index)
             }
-            for definition in definitions where !definition.contains("=") {
-                throw ValidationError("--define takes NAME=VALUE, not '\(definition)'")
-            }
+            return order.map { entries[$0] }
+        }
+
+        /// Rewrites the progress line on standard error (a terminal); `nil` clears it.
+        private static func progress(_ line: String?) {
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(line ?? "")".utf8))
         }
 
         func run() async throws {
             let console = Console.standard
-            let loaded = try load()
+            let loaded = try input.loadOrExit(console: console, adding: host.map { [Self.entry(forHost: $0)] } ?? [])
+            if loaded.entries.isEmpty {
+                if let file = input.entitlementsPath ?? input.appPath {
+                    throw CommandFailure(code: "entitlements-empty", message: "\(file) lists no associated domains")
+                }
+                throw CommandFailure(code: "no-entries", message: "\(input.domainsFile ?? "the input") holds no entry")
+            }
+            let entries = Self.walkOrder(loaded.entries, region: input.effectiveRegion)
             let options = network.fetchOptions
             let client = CurlClient(
                 maxConnections: options.concurrency,
@@ -56,13 +70,16 @@ extension AASAFetchCommand {
                 // 7.88 opens one per transfer started before the first connection is up).
                 maxConnectionsPerHost: routing.route == .origin ? 0 : 1)
             let diagnoser = Diagnoser(transport: client, options: options, route: routing.route, cdnBase: routing.cdnBase)
+            let progress = console.stderrIsTerminal && !input.quiet && entries.count > 1
             var diagnoses: [Diagnosis] = []
-            for entry in loaded.entries {
+            for (position, entry) in entries.enumerated() {
+                if progress { Self.progress("\(position + 1)/\(entries.count) diagnosing \(entry.host ?? "an entry")") }
                 diagnoses.append(await diagnoser.diagnose(entry, appIDs: loaded.appIDs))
             }
+            if progress { Self.progress(nil) }
             await client.shutdown()
 
-            let report = DiagnosisReport(appIDs: loaded.appIDs, appIDSource: loaded.source, route: routing.route,
+            let report = DiagnosisReport(appIDs: loaded.appIDs, appIDSource: loaded.appIDSource, route: routing.route,
                                          diagnoses: diagnoses, findings: loaded.findings)
             if json {
                 try console.json(report)
@@ -71,65 +88,34 @@ extension AASAFetchCommand {
             }
             if !report.succeeded { throw ExitStatus.failure }
         }
-
-        private func load() throws -> (entries: [AssociatedDomainEntry], appIDs: [String], source: AppIDSource, findings: [Finding]) {
-            var table: [String: String] = [:]
-            for definition in definitions {
-                guard let equals = definition.firstIndex(of: "=") else { continue }
-                table[String(definition[..<equals])] = String(definition[definition.index(after: equals)...])
-            }
-            var strings: [String?] = domains.map { Optional($0) }
-            var findings: [Finding] = []
-            var identifier: String?
-            if let host {
-                let prefix = host.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-                strings.append(host.contains(":") && Service(name: prefix).isKnown ? host : "applinks:\(host)")
-            }
-            if let entitlementsPath {
-                do {
-                    let file = try EntitlementsFile.read(path: entitlementsPath)
-                    strings += file.associatedDomains
-                    identifier = file.applicationIdentifier
-                    if file.associatedDomains.isEmpty {
-                        throw CommandFailure(code: "entitlements-empty", message: "\(entitlementsPath) lists no associated domains")
-                    }
-                } catch let error as EntitlementsError {
-                    throw CommandFailure(code: error.code, message: "\(entitlementsPath): \(error.message)")
-                }
-            }
-            var ids = appIDs
-            var source = ids.isEmpty ? AppIDSource.none : .option
-            if ids.isEmpty, let identifier {
-                if let expanded = AppID.expand(identifier, definitions: table) {
-                    ids = [expanded]
-                    source = .entitlements
-                } else {
-                    findings.append(.warning("app-id-unresolved", "application-identifier '\(identifier)' holds Xcode variables",
-                                             fix: "pass --app-id TEAMID.bundle.id, or --define the variables"))
-                }
-            }
-            for appID in ids where !AppID.isWellFormed(appID) {
-                findings.append(.warning("app-id-malformed", "'\(appID)' is not shaped like an app ID (10-character prefix, a dot, a bundle ID)",
-                                         fix: "use the app ID from the developer portal, e.g. ABCDE12345.com.example.app"))
-            }
-            return (EntryParser(definitions: table).parse(strings), ids, source, findings)
-        }
     }
 }
 
-/// Human output of `diagnose`: every step with a mark, its summary, what it saw and the fix.
+/// Human output of `diagnose`: every step with a mark, its summary, what it saw and the fix; with
+/// more than one entry, a closing tally in the words of `fetch`.
 struct DiagnosisRenderer {
     let console: Console
+    private let renderer: HumanRenderer
+    private var emit: (String) -> Void { renderer.emit }
+
+    init(console: Console, emit: ((String) -> Void)? = nil) {
+        self.console = console
+        renderer = HumanRenderer(console: console, emit: emit)
+    }
+
+    /// The width of the step column: the longest step name and two spaces.
+    static let stepWidth = ["entitlement", "host", "dns", "tcp", "tls", "http", "json", "structure", "association", "cdn", "user-agent"]
+        .map(\.count).max().map { $0 + 2 } ?? 13
 
     func render(_ report: DiagnosisReport) {
-        for finding in report.findings {
-            console.out("\(console.paint("warning", .yellow)) \(finding.code): \(finding.message)")
-        }
+        renderer.renderFindings(report.findings, indent: "")
         for (index, diagnosis) in report.diagnoses.enumerated() {
-            if index > 0 { console.out("") }
+            if index > 0 || !report.findings.isEmpty { emit("") }
             let apps = diagnosis.appIDs.isEmpty ? "no app ID" : diagnosis.appIDs.joined(separator: ", ")
             let mode = diagnosis.developerMode ? ", developer-mode rules" : ""
-            console.out(console.paint("\(diagnosis.entry ?? "(not a string)")", .bold) + "  (app \(apps), route \(diagnosis.route.rawValue)\(mode))")
+            emit(console.paint("\(diagnosis.entry ?? "(not a string)")", .bold) + "  (app \(apps), route \(diagnosis.route.rawValue)\(mode))")
+            // A fix is said once per entry (the user-agent check repeats the http step's).
+            var fixes: Set<String> = []
             for step in diagnosis.steps {
                 let mark: String
                 switch step.status {
@@ -139,23 +125,44 @@ struct DiagnosisRenderer {
                 case .skipped: mark = console.paint("-", .dim)
                 }
                 let code = step.code == "ok" ? "" : " [\(step.code)]"
-                console.out("  \(mark) \(step.step.padding(toLength: 12, withPad: " ", startingAt: 0)) \(step.summary)\(code)")
+                emit("  \(mark) \(renderer.pad(step.step, Self.stepWidth))\(step.summary)\(code)")
                 for line in step.details {
-                    console.out("      \(console.paint(line, .dim))")
+                    emit("      \(console.paint(line, .dim))")
                 }
-                if let fix = step.fix, step.status == .failed || step.status == .warned {
-                    console.out("      \(console.paint("fix:", .bold)) \(fix)")
+                if let fix = step.fix, step.status == .failed || step.status == .warned, fixes.insert(fix).inserted {
+                    emit(renderer.fixLine(fix, under: "    "))
                 }
             }
             let host = diagnosis.host ?? diagnosis.entry ?? ""
             switch (diagnosis.failedStep, diagnosis.associated) {
             case (let step?, _):
-                console.out(console.paint("✘", .red) + " \(host) does not associate: step \(step) failed (\(diagnosis.code))")
+                emit(console.paint("✘", .red) + " \(host) does not associate: step \(step) failed (\(diagnosis.code))")
             case (nil, nil):
-                console.out(console.paint("?", .yellow) + " \(host): every step passed, but without an app ID association is not judged")
+                emit(console.paint("?", .yellow) + " \(host): every step passed, but without an app ID association is not judged")
             default:
-                console.out(console.paint("✔", .green) + " \(host) associates")
+                emit(console.paint("✔", .green) + " \(host) associates")
             }
         }
+        if report.diagnoses.count > 1 {
+            emit("")
+            emit(Self.tally(report, console: console))
+        }
+    }
+
+    /// `6 of 8 entries associate, 2 fail (http-redirect, app-not-listed), 3 warnings`: the
+    /// failures' codes in walk order, each once; warnings are warned steps.
+    static func tally(_ report: DiagnosisReport, console: Console) -> String {
+        let diagnoses = report.diagnoses
+        let failed = diagnoses.filter { $0.failedStep != nil }
+        var codes: [String] = []
+        for diagnosis in failed where !codes.contains(diagnosis.code) { codes.append(diagnosis.code) }
+        return RunRenderer.tally(
+            associated: diagnoses.filter { $0.failedStep == nil && $0.associated == true }.count,
+            entries: diagnoses.count,
+            failed: failed.count,
+            failureCodes: codes,
+            unjudged: diagnoses.filter { $0.failedStep == nil && $0.associated == nil }.count,
+            warnings: diagnoses.reduce(0) { $0 + $1.steps.filter { $0.status == .warned }.count },
+            console: console)
     }
 }

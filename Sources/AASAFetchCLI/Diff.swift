@@ -33,15 +33,15 @@ public struct Diff: AsyncParsableCommand {
     /// The command's name, help and exit-status documentation.
     public static let configuration = CommandConfiguration(
         abstract: "Compare two apple-app-site-association files by meaning.",
-        discussion: "Exit status: 0 no change, 1 changes found, 2 an input is unreadable, invalid JSON or not an association file."
+        discussion: HelpText.discussion(examples: CommandHelp.diff, exitCodes: CommandHelp.diffExitCodes)
     )
 
     /// The earlier file.
-    @Argument(help: "The earlier association file.")
+    @Argument(help: "The earlier association file.", completion: .file())
     public var old: String
 
     /// The later file.
-    @Argument(help: "The later association file.")
+    @Argument(help: "The later association file.", completion: .file())
     public var new: String
 
     /// Machine-readable output.

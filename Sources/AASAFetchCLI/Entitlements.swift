@@ -12,12 +12,15 @@ extension AASAFetchCommand {
     /// JSON shape: docs/json.md, docs/schema/entitlements.schema.json.
     struct Entitlements: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the entitlements a built app ships (.ipa, .app, Mach-O or provisioning profile) and compare them."
+            abstract: "Print the entitlements a built app ships (.ipa, .app, Mach-O, provisioning profile) or a plain .entitlements file, and compare them.",
+            discussion: HelpText.discussion(
+                "--compare FILE: what differs from another .entitlements file (the project's).",
+                examples: CommandHelp.entitlements, exitCodes: CommandHelp.entitlementsExitCodes)
         )
 
-        @Argument(help: ArgumentHelp("An .ipa, an .app folder, a Mach-O executable or a provisioning profile.", valueName: "path"))
+        @Argument(help: ArgumentHelp("An .ipa, an .app folder, a Mach-O executable, a provisioning profile or an .entitlements file (XML or binary plist).", valueName: "path"), completion: .file())
         var path: String
-        @Option(help: ArgumentHelp("The project's .entitlements file to compare with.", valueName: "file"))
+        @Option(help: ArgumentHelp("The project's .entitlements file to compare with.", valueName: "file"), completion: .file(extensions: ["entitlements", "plist"]))
         var compare: String?
         @Option(name: .customLong("define"), help: ArgumentHelp("A value for an Xcode variable of the compared file (repeatable).", valueName: "NAME=VALUE"))
         var definitions: [String] = []
@@ -66,6 +69,14 @@ extension AASAFetchCommand {
             if !report.ok { throw ExitStatus.failure }
         }
 
+        /// `ok`, or `1 error, 2 differences with FILE`.
+        static func closingLine(_ report: EntitlementsReport) -> String {
+            if report.ok { return "ok" }
+            let errors = Plural.count(report.findings.filter { $0.severity == .error }.count, "error")
+            guard let project = report.project else { return errors }
+            return "\(errors), \(Plural.count(report.differences, "difference")) with \(project.path)"
+        }
+
         private func render(_ report: EntitlementsReport, console: Console) {
             console.out("\(report.path) (\(report.kind.rawValue))\(report.executable.map { " · \($0)" } ?? "")")
             console.out("app ID \(report.appID ?? "unknown") · team \(report.teamID ?? "unknown")\(report.bundleIdentifier.map { " · bundle \($0)" } ?? "")")
@@ -77,7 +88,10 @@ extension AASAFetchCommand {
                 if domains.isEmpty { console.out("    (empty list)") }
                 for domain in domains { console.out("    \(domain ?? "(not a string)")") }
             }
-            if let signature = report.signature {
+            if let signature = report.signature, signature.source == .plist {
+                console.out("associated domains:")
+                list(signature.associatedDomains)
+            } else if let signature = report.signature {
                 console.out("signature (\(signature.source.rawValue) blob; blobs \(signature.blobs.map(\.rawValue).joined(separator: ", ")); \(signature.architectures.joined(separator: ", "))):")
                 list(signature.associatedDomains)
             } else {
@@ -91,25 +105,15 @@ extension AASAFetchCommand {
                 } else {
                     list(profile.associatedDomains)
                 }
-            } else {
+            } else if report.kind != .entitlements {
                 console.out("profile: none")
             }
             if let project = report.project {
                 console.out("project \(project.path):")
                 list(project.associatedDomains)
             }
-            for finding in report.findings {
-                let tag: String
-                switch finding.severity {
-                case .error: tag = console.paint("error", .red)
-                case .warning: tag = console.paint("warning", .yellow)
-                case .info: tag = console.paint("note", .dim)
-                }
-                console.out("  \(tag) \(finding.code): \(finding.message)")
-                if let fix = finding.fix, finding.severity != .info { console.out("    \(console.paint("fix:", .dim)) \(fix)") }
-            }
-            let errors = report.findings.filter { $0.severity == .error }.count
-            console.out(report.ok ? "ok" : "\(errors) error(s)\(report.project == nil ? "" : ", \(report.differences) difference(s) with \(report.project?.path ?? "")")")
+            HumanRenderer(console: console).renderFindings(report.findings, indent: "  ")
+            console.out(Self.closingLine(report))
         }
     }
 }

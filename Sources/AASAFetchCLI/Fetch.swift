@@ -13,16 +13,25 @@ extension AASAFetchCommand {
     /// JSON shape: ``RunReport`` (docs/json.md, docs/schema/fetch.schema.json).
     struct Fetch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Download every associated domain's file as Apple's downloader does, and judge association (default command)."
+            abstract: "Download every associated domain's file as Apple's downloader does, and judge association (default command).",
+            discussion: HelpText.discussion(
+                "Records what it downloads in the store (--cache, --store; --no-store for a pure run).",
+                examples: CommandHelp.fetch, exitCodes: CommandHelp.fetchExitCodes)
         )
 
         @OptionGroup var input: InputOptions
         @OptionGroup var network: NetworkOptions
         @OptionGroup var routing: RouteOptions
-        @OptionGroup var store: StoreOptions
-        @Flag(name: .customLong("no-store"), help: "Record nothing in the store (a pure run).") var noStore = false
+        @OptionGroup var storage: RunStoreOptions
         @Flag(help: "Print JSON.") var json = false
-        @Flag(name: .shortAndLong, help: "No progress on standard error.") var quiet = false
+
+        private var store: StoreOptions { storage.store }
+        private var noStore: Bool { storage.noStore }
+        private var quiet: Bool { input.quiet }
+
+        func validate() throws {
+            try input.requireEntries()
+        }
 
         func run() async throws {
             let console = Console.standard

@@ -2,33 +2,35 @@ import AASAFetchCore
 import ArgumentParser
 import Foundation
 
-/// Where entries and app IDs come from: `--entitlements`, `--domain`, `--domains`, `--define`, `--app-id`.
+/// The input grammar of every command that reads inputs (`fetch`, `plan`, `match`, `diagnose`):
+/// `--entitlements`, `--app`, `--domain`, `--domains`, `--app-id`, `--define`, `--region`, `-q`.
+/// Each option means the same everywhere; ``load(adding:)`` is the one place inputs are read.
 struct InputOptions: ParsableArguments {
-    @Option(name: .customLong("entitlements"), help: ArgumentHelp("An .entitlements file (XML or binary plist).", valueName: "file"))
+    @Option(name: .customLong("entitlements"), help: ArgumentHelp("An .entitlements file (XML or binary plist): its associated domains, and its application-identifier as the default app ID.", valueName: "file"), completion: .file(extensions: ["entitlements", "plist"]))
     var entitlementsPath: String?
 
-    @Option(name: .customLong("app"), help: ArgumentHelp("A built app (.ipa, .app or Mach-O): entries and app ID come from its signed entitlements.", valueName: "path"))
+    @Option(name: .customLong("app"), help: ArgumentHelp("A built app (.ipa, .app or Mach-O): the associated domains and app ID of its signed entitlements.", valueName: "path"), completion: .file())
     var appPath: String?
 
-    @Option(name: .customLong("domain"), help: ArgumentHelp("An entry such as applinks:www.example.com (repeatable).", valueName: "entry"))
+    @Option(name: .customLong("domain"), help: ArgumentHelp("An entry such as applinks:www.example.com (repeatable); a bare host means applinks:HOST.", valueName: "entry"))
     var domains: [String] = []
 
-    @Option(name: .customLong("domains"), help: ArgumentHelp("A file with one entry a line ('#' comments; a bare host means applinks:HOST).", valueName: "file"))
+    @Option(name: .customLong("domains"), help: ArgumentHelp("A file with one entry a line ('#' comments; a bare host means applinks:HOST).", valueName: "file"), completion: .file())
     var domainsFile: String?
+
+    @Option(name: .customLong("app-id"), help: ArgumentHelp("The app ID to check, TEAMID.bundle.id (repeatable); default: the application-identifier of --entitlements or --app.", valueName: "id"))
+    var appIDs: [String] = []
 
     @Option(name: .customLong("define"), help: ArgumentHelp("A value for an Xcode variable such as $(APP_DOMAIN) (repeatable).", valueName: "NAME=VALUE"))
     var definitions: [String] = []
 
-    @Option(name: .customLong("app-id"), help: ArgumentHelp("The app ID to check, TEAMID.bundle.id (repeatable); default: the entitlements' application-identifier.", valueName: "id"))
-    var appIDs: [String] = []
-
-    @Option(help: ArgumentHelp("The region whose ccTLDs come second in priority (e.g. CN, GB); default from LC_ALL, LC_MESSAGES or LANG.", valueName: "CC"))
+    @Option(help: ArgumentHelp("The region whose ccTLDs are fetched second, after .com/.net/.org (e.g. CN, GB); default from LC_ALL, LC_MESSAGES or LANG.", valueName: "CC"))
     var region: String?
 
+    @Flag(name: .shortAndLong, help: "No progress and no notes on standard error.")
+    var quiet = false
+
     func validate() throws {
-        if entitlementsPath == nil && appPath == nil && domains.isEmpty && domainsFile == nil {
-            throw ValidationError("give --entitlements FILE, --app PATH, --domain ENTRY or --domains FILE")
-        }
         if entitlementsPath != nil && appPath != nil {
             throw ValidationError("give either --entitlements FILE or --app PATH, not both")
         }
@@ -38,6 +40,16 @@ struct InputOptions: ParsableArguments {
         if let region, !DomainPrioritizer.isKnownRegion(region) {
             throw ValidationError("'\(region)' is not an ISO 3166-1 region code with a ccTLD")
         }
+    }
+
+    /// Whether any entry source was given.
+    var hasEntries: Bool { entitlementsPath != nil || appPath != nil || !domains.isEmpty || domainsFile != nil }
+
+    /// Throws the usage error of a command that was given no entries (`alternatives` names the
+    /// command's other ways to get some, e.g. "a HOST").
+    func requireEntries(alternatives: String? = nil) throws {
+        guard !hasEntries else { return }
+        throw ValidationError("give \(alternatives.map { "\($0), " } ?? "")--entitlements FILE, --app PATH, --domain ENTRY or --domains FILE")
     }
 
     /// The parsed `--define` values.
@@ -73,15 +85,16 @@ struct InputOptions: ParsableArguments {
         var findings: [Finding]
     }
 
-    /// ``load()`` for a command: an input that cannot be read ends the command with its
+    /// ``load(adding:)`` for a command: an input that cannot be read ends the command with its
     /// ``CommandFailure`` (reported by the entry point, exit 2).
-    func loadOrExit(console: Console) throws -> Loaded {
-        try load()
+    func loadOrExit(console: Console, adding extra: [String] = []) throws -> Loaded {
+        try load(adding: extra)
     }
 
-    /// Reads the entitlements and lists, parses every entry and settles the app IDs.
-    func load() throws -> Loaded {
-        let head = try readHead()
+    /// Reads the entitlements and lists, parses every entry and settles the app IDs. `extra`
+    /// entries (a command's own arguments, such as `diagnose HOST`) come after `--domain`'s.
+    func load(adding extra: [String] = []) throws(CommandFailure) -> Loaded {
+        let head = try readHead(adding: extra)
         var strings = head.strings
         if let domainsFile {
             let text: String
@@ -103,7 +116,7 @@ struct InputOptions: ParsableArguments {
     /// read line by line and every entry goes to `spool` as it is parsed, so nothing grows with the
     /// length of the list. A file that cannot be read (or is not UTF-8) is `domains-unreadable`.
     func loadSpooled(into spool: RunSpool) throws(CommandFailure) -> Settled {
-        let head = try readHead()
+        let head = try readHead(adding: [])
         do {
             try spool.append(definitions: definitionTable) { add in
                 for string in head.strings { try add(string) }
@@ -130,7 +143,23 @@ struct InputOptions: ParsableArguments {
         let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         let trimmed = content.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty else { return nil }
-        return trimmed.contains(":") ? trimmed : "applinks:\(trimmed)"
+        return bareHost(trimmed) ? "applinks:\(trimmed)" : trimmed
+    }
+
+    /// Whether a `--domain` value or a list line is a bare host (no `service:` prefix), which
+    /// means `applinks:HOST`.
+    static func bareHost(_ text: some StringProtocol) -> Bool {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        return !trimmed.isEmpty && !trimmed.contains(":")
+    }
+
+    /// The entry a `--domain` value names, and the note that says how a bare host was read.
+    static func entry(fromDomainOption value: String) -> (entry: String, note: Finding?) {
+        guard bareHost(value) else { return (value, nil) }
+        let host = value.trimmingCharacters(in: .whitespaces)
+        return ("applinks:\(host)", .info(
+            "entry-bare-host", "--domain \(host) has no service prefix: read as applinks:\(host)",
+            fix: "write --domain applinks:\(host) (or webcredentials:, appclips:, activitycontinuation:)"))
     }
 
     /// The entries given before the `--domains` file (entitlements or app, then `--domain`) and
@@ -142,7 +171,7 @@ struct InputOptions: ParsableArguments {
         var findings: [Finding]
     }
 
-    private func readHead() throws(CommandFailure) -> Head {
+    private func readHead(adding extra: [String]) throws(CommandFailure) -> Head {
         var head = Head(strings: [], entitlements: nil, appDefinitions: [:], findings: [])
         if let entitlementsPath {
             do {
@@ -163,7 +192,12 @@ struct InputOptions: ParsableArguments {
             head.findings += app.findings
             head.appDefinitions = app.definitions
         }
-        head.strings += domains.map { Optional($0) }
+        for value in domains {
+            let (entry, note) = Self.entry(fromDomainOption: value)
+            head.strings.append(entry)
+            if let note { head.findings.append(note) }
+        }
+        head.strings += extra.map { Optional($0) }
         return head
     }
 

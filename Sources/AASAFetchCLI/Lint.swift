@@ -36,11 +36,11 @@ public struct Lint: AsyncParsableCommand {
     /// The command's name, help and exit-status documentation.
     public static let configuration = CommandConfiguration(
         abstract: "Check apple-app-site-association files for syntax, structure and semantic problems.",
-        discussion: "Exit status: 0 no errors, 1 errors found, 2 a file could not be read. Use - for standard input."
+        discussion: HelpText.discussion("Use - for standard input.", examples: CommandHelp.lint, exitCodes: CommandHelp.lintExitCodes)
     )
 
     /// The files to check.
-    @Argument(help: "Association files to check (- for standard input).")
+    @Argument(help: "Association files to check (- for standard input).", completion: .file())
     public var files: [String]
 
     /// Machine-readable output.
@@ -128,7 +128,7 @@ public struct Lint: AsyncParsableCommand {
                 }
                 let location = finding.location.map { $0.isEmpty ? " (root)" : " \($0)" } ?? ""
                 lines.append("  \(console.paint(finding.severity.rawValue, color)) \(finding.code)\(location): \(finding.message)")
-                if let fix = finding.fix { lines.append("    " + console.paint("fix: \(fix)", .dim)) }
+                if let fix = finding.fix { lines.append("    \(console.paint("fix:", .dim)) \(fix)") }
             }
             if file.findings.isEmpty {
                 lines.append("  " + console.paint("no problems", .green))

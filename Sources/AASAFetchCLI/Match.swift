@@ -20,43 +20,37 @@ extension AASAFetchCommand {
     /// `exclude` or `no_match` (with `--cases`: a line could not be used), 2 unusable input, 64 usage.
     struct Match: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Tell which app a URL opens (match, exclude or no_match) and why."
+            abstract: "Tell which app a URL opens (match, exclude or no_match) and why.",
+            discussion: HelpText.discussion(
+                "Answers for --app-id, else the app ID of --entitlements/--app, else every app the files name. Files come from --aasa, or are downloaded for the entries (the store's approved files are used when present).",
+                examples: CommandHelp.match, exitCodes: CommandHelp.matchExitCodes)
         )
 
         @Argument(help: "URLs to decide.") var urls: [String] = []
-        @Option(name: .customLong("urls"), help: ArgumentHelp("A file of URLs, one a line ('-' for standard input).", valueName: "file"))
+        @Option(name: .customLong("urls"), help: ArgumentHelp("A file of URLs, one a line ('-' for standard input).", valueName: "file"), completion: .file())
         var urlsFile: String?
-        @Option(help: ArgumentHelp("An association file on disk to match against.", valueName: "file"))
+        @Option(help: ArgumentHelp("An association file on disk to match against.", valueName: "file"), completion: .file())
         var aasa: String?
         @Option(help: ArgumentHelp("With --aasa: the host the file is served for (default: each URL's host).", valueName: "host"))
         var host: String?
-        @Option(help: ArgumentHelp("Conformance line protocol input ('-' for standard input).", valueName: "file"))
+        @Option(help: ArgumentHelp("Conformance line protocol input ('-' for standard input).", valueName: "file"), completion: .file())
         var cases: String?
-        @Option(name: .customLong("entitlements"), help: ArgumentHelp("Entitlements whose domains are downloaded and matched.", valueName: "file"))
-        var entitlementsPath: String?
-        @Option(name: .customLong("app"), help: ArgumentHelp("A built app (.ipa, .app or Mach-O) whose signed domains are downloaded and matched; default app: its app ID.", valueName: "path"))
-        var appPath: String?
-        @Option(name: .customLong("domain"), help: ArgumentHelp("An entitlement entry (repeatable).", valueName: "entry"))
-        var domains: [String] = []
-        @Option(name: .customLong("define"), help: ArgumentHelp("A value for an Xcode variable (repeatable).", valueName: "NAME=VALUE"))
-        var definitions: [String] = []
-        @Option(name: .customLong("app-id"), help: ArgumentHelp("The app to answer for (repeatable); default every app the files name.", valueName: "id"))
-        var appIDs: [String] = []
+        @OptionGroup var input: InputOptions
         @OptionGroup var network: NetworkOptions
-        @OptionGroup var store: StoreOptions
-        @Flag(name: .customLong("no-store"), help: "With --entitlements/--domain: download every file and record nothing.") var noStore = false
+        @OptionGroup var storage: RunStoreOptions
         @Flag(help: "Print JSON lines.") var json = false
 
         func validate() throws {
             if cases != nil {
-                guard urls.isEmpty, urlsFile == nil, aasa == nil, entitlementsPath == nil, appPath == nil, domains.isEmpty else {
+                guard urls.isEmpty, urlsFile == nil, aasa == nil, !input.hasEntries else {
                     throw ValidationError("--cases takes no URLs, files or entries: each line carries its own")
                 }
                 return
             }
             guard !urls.isEmpty || urlsFile != nil else { throw ValidationError("give a URL, --urls FILE or --cases FILE") }
-            let sources = (aasa == nil ? 0 : 1) + (entitlementsPath == nil && appPath == nil && domains.isEmpty ? 0 : 1)
-            guard sources == 1 else { throw ValidationError("give either --aasa FILE or --entitlements/--app/--domain") }
+            guard (aasa == nil) == input.hasEntries else {
+                throw ValidationError("give either --aasa FILE or --entitlements/--app/--domain/--domains")
+            }
         }
 
         func run() async throws {
@@ -67,8 +61,7 @@ extension AASAFetchCommand {
             }
             if json { console.expectJSON(lines: true) }
             let urls = try allURLs()
-            let (matcher, fileApps) = try await makeMatcher(urls: urls, console: console)
-            let apps = appIDs.isEmpty ? fileApps : appIDs
+            let (matcher, apps) = try await makeMatcher(urls: urls, console: console)
             guard !apps.isEmpty else {
                 throw CommandFailure(code: "no-app-id", message: "the files name no app for applinks; pass --app-id")
             }
@@ -131,7 +124,8 @@ extension AASAFetchCommand {
             }
         }
 
-        /// Builds the matcher and the list of apps the files name for applinks.
+        /// Builds the matcher and the apps to answer for: `--app-id`, else the app ID of
+        /// `--entitlements`/`--app` (as `fetch` judges it), else every app the files name for applinks.
         private func makeMatcher(urls: [String], console: Console) async throws -> (URLMatcher, [String]) {
             if let aasa {
                 let data: Data
@@ -146,46 +140,29 @@ extension AASAFetchCommand {
                 hosts = Array(Set(hosts)).sorted()
                 var files: [String: CompiledAssociation] = [:]
                 for host in hosts { files[host] = compiled }
-                return (URLMatcher(entitlementDomains: hosts.map { "applinks:\($0)" }, files: files), document.appIDs(for: .applinks))
+                let apps = input.appIDs.isEmpty ? document.appIDs(for: .applinks) : input.appIDs
+                return (URLMatcher(entitlementDomains: hosts.map { "applinks:\($0)" }, files: files), apps)
             }
-            var strings: [String?] = []
-            if let entitlementsPath {
-                do {
-                    strings += try EntitlementsFile.read(path: entitlementsPath).associatedDomains
-                } catch {
-                    throw CommandFailure(code: error.code, message: "\(entitlementsPath): \(error.message)")
-                }
+            let loaded = try input.load()
+            if !input.quiet {
+                for finding in loaded.findings { console.err(HumanRenderer.noteLine(finding)) }
             }
-            var appID: String?
-            if let appPath {
-                let app = try AppEntitlementsLoader.load(appPath)
-                strings += app.file.associatedDomains
-                appID = app.file.applicationIdentifier.flatMap { AppID.expand($0, definitions: app.definitions) }
-            }
-            strings += domains.map { Optional($0) }
-            var table: [String: String] = [:]
-            for definition in definitions {
-                if let equals = definition.firstIndex(of: "=") {
-                    table[String(definition[..<equals])] = String(definition[definition.index(after: equals)...])
-                }
-            }
-            let entries = EntryParser(definitions: table).parse(strings).filter { $0.service == .applinks && $0.isFetchable }
-            let plan = FetchPlan(entries: entries, prioritizer: DomainPrioritizer(region: nil))
+            let entries = loaded.entries.filter { $0.service == .applinks && $0.isFetchable }
+            let plan = FetchPlan(entries: entries, prioritizer: DomainPrioritizer(region: input.effectiveRegion))
             // The store's approved files are used when present; only the missing ones are downloaded (and recorded).
             var files: [String: CompiledAssociation] = [:]
-            var apps: [String] = []
+            var fileApps: [String] = []
             var missing = plan.fetches
             var stored: (store: any AssociationStore, previous: [HostKey: HostState])?
-            if !noStore {
-                let database = try await store.open(create: true)
-                let appIDs = self.appIDs
-                let previous = try await StoreSession.register(plan: plan, appIDs: appIDs, in: database, now: Date())
+            if !storage.noStore {
+                let database = try await storage.store.open(create: true)
+                let previous = try await StoreSession.register(plan: plan, appIDs: loaded.appIDs, in: database, now: Date())
                 stored = (database, previous)
                 missing = []
                 for fetch in plan.fetches {
                     if let document = previous[HostKey(host: fetch.host, route: fetch.route)]?.approvedDocument {
                         files[fetch.host] = CompiledAssociation(document: document)
-                        for app in document.appIDs(for: .applinks) where !apps.contains(app) { apps.append(app) }
+                        for app in document.appIDs(for: .applinks) where !fileApps.contains(app) { fileApps.append(app) }
                     } else {
                         missing.append(fetch)
                     }
@@ -195,7 +172,11 @@ extension AASAFetchCommand {
             var results: [HostFetchResult] = []
             if !missing.isEmpty {
                 let client = CurlClient(maxConnections: options.concurrency)
-                results = await AASAFetcher(transport: client, options: options).fetchAll(missing)
+                let progress = ProgressReporter(total: missing.count, enabled: !input.quiet && console.stderrIsTerminal && missing.count > 1)
+                results = await AASAFetcher(transport: client, options: options).fetchAll(missing) { done, result in
+                    progress.update(done: done, result: result)
+                }
+                progress.finish()
                 await client.shutdown()
             }
             if let stored {
@@ -207,9 +188,10 @@ extension AASAFetchCommand {
                     continue
                 }
                 files[result.host] = CompiledAssociation(document: document)
-                for app in document.appIDs(for: .applinks) where !apps.contains(app) { apps.append(app) }
+                for app in document.appIDs(for: .applinks) where !fileApps.contains(app) { fileApps.append(app) }
             }
-            return (URLMatcher(entitlementDomains: entries.compactMap(\.normalized), files: files), appID.map { [$0] } ?? apps)
+            let apps = loaded.appIDs.isEmpty ? fileApps : loaded.appIDs
+            return (URLMatcher(entitlementDomains: entries.compactMap(\.normalized), files: files), apps)
         }
 
         /// The conformance line protocol: one ``CaseReply`` line per input line.

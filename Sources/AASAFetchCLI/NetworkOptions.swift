@@ -4,7 +4,7 @@ import ArgumentParser
 
 /// How downloads are made; flags named as curl's where curl has one.
 struct NetworkOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Trust this PEM CA file too (test farms, private servers); results that need it say so.", valueName: "file"))
+    @Option(help: ArgumentHelp("Trust this PEM CA file too (test farms, private servers); results that need it say so.", valueName: "file"), completion: .file(extensions: ["pem", "crt"]))
     var cacert: String?
 
     @Option(help: ArgumentHelp("Resolve HOST:PORT to ADDR, as curl (repeatable).", valueName: "HOST:PORT:ADDR"))

@@ -9,11 +9,16 @@ extension AASAFetchCommand {
     /// "fetches":[{"host","route","tier","entries":[raw…]}],"findings":[…]}` (docs/schema/plan.schema.json).
     struct Plan: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show parsed entries, their findings and the downloads in start order (no network)."
+            abstract: "Show parsed entries, their findings and the downloads in start order (no network).",
+            discussion: HelpText.discussion(examples: CommandHelp.plan, exitCodes: CommandHelp.planExitCodes)
         )
 
         @OptionGroup var input: InputOptions
         @Flag(help: "Print JSON.") var json = false
+
+        func validate() throws {
+            try input.requireEntries()
+        }
 
         func run() async throws {
             let console = Console.standard

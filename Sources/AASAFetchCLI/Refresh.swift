@@ -20,7 +20,8 @@ extension AASAFetchCommand {
     /// `--worker`, one per batch).
     struct Refresh: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Fetch the due hosts of the store (for cron), record them and report changes."
+            abstract: "Fetch the due hosts of the store (for cron), record them and report changes.",
+            discussion: HelpText.discussion(examples: CommandHelp.refresh, exitCodes: CommandHelp.refreshExitCodes)
         )
 
         @OptionGroup var store: StoreOptions
@@ -145,14 +146,14 @@ extension AASAFetchCommand {
         private static func render(_ report: RefreshReport, json: Bool, quiet: Bool, lines: Bool, worker: Bool, console: Console) {
             if !quiet && !report.leaseLost.isEmpty {
                 let hosts = report.leaseLost.map(\.description).joined(separator: ", ")
-                console.diagnostic("lease-lost", "\(report.leaseLost.count) host(s) were taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
+                console.diagnostic("lease-lost", "\(Plural.count(report.leaseLost.count, "host was", "hosts were")) taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
             }
             if !quiet && report.leasedElsewhere > 0 && !worker {
                 let owners = report.otherOwners.joined(separator: ", ")
-                console.err("aasa-fetch refresh: \(report.leasedElsewhere) due host(s) are being refreshed by another process (\(owners)); left to it")
+                console.err("aasa-fetch refresh: \(Plural.count(report.leasedElsewhere, "due host is", "due hosts are")) being refreshed by another process (\(owners)); left to it")
             }
             if !quiet && report.abandoned > 0 {
-                console.err("aasa-fetch refresh: stopped; \(report.abandoned) host(s) in flight were abandoned and released")
+                console.err("aasa-fetch refresh: stopped; \(Plural.count(report.abandoned, "host", "hosts")) in flight \(report.abandoned == 1 ? "was" : "were") abandoned and released")
             }
             if json {
                 if lines { try? console.jsonLine(report) } else { try? console.json(report) }
@@ -161,7 +162,7 @@ extension AASAFetchCommand {
             let changed = report.hosts.filter { !$0.events.isEmpty }
             guard !changed.isEmpty else { return }
             let count = report.changes.count
-            console.out("aasa-fetch refresh \(Timestamp.string(report.now)): \(report.hosts.count) host(s) fetched, \(count) change\(count == 1 ? "" : "s")\(report.broken ? ", association broken" : "")")
+            console.out("aasa-fetch refresh \(Timestamp.string(report.now)): \(Plural.count(report.hosts.count, "host")) fetched, \(Plural.count(count, "change"))\(report.broken ? ", association broken" : "")")
             for host in changed {
                 for event in host.events {
                     ChangeRenderer(console: console).render(event, host: host)

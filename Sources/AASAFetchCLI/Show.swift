@@ -85,7 +85,8 @@ extension AASAFetchCommand {
     /// `history` are `null` without a host; times ISO 8601).
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show what the store knows: status, last approved file, next check, failures, history."
+            abstract: "Show what the store knows: status, last approved file, next check, failures, history.",
+            discussion: HelpText.discussion(examples: CommandHelp.show, exitCodes: CommandHelp.showExitCodes)
         )
 
         @Argument(help: "A host to show in detail (its entries and history).") var host: String?
@@ -146,18 +147,28 @@ extension AASAFetchCommand {
                     console.out("the store \(store.location) holds no host")
                     return
                 }
-                let width = min(40, (records.map(\.state.key.description.count).max() ?? 10) + 2)
-                func pad(_ text: String, _ n: Int) -> String { text.count >= n ? text + " " : text + String(repeating: " ", count: n - text.count) }
-                console.out(pad("HOST", width) + pad("STATUS", 24) + pad("LAST APPROVED", 22) + pad("NEXT CHECK", 22) + "FAILURES")
-                for record in records {
+                let rows = records.map { record -> [String] in
                     let state = record.state
                     let status = state.lastResult.map { "\($0.code) \($0.httpStatus.map(String.init) ?? "---")" } ?? "not fetched"
-                    let mark = state.lastResult == nil ? "?" : (state.isApproved ? console.paint("✔", .green) : console.paint("✘", .red))
                     let next = Timestamp.string(state.nextCheck) + (state.nextCheck <= record.now ? "*" : "")
-                    console.out("\(mark) " + pad(state.key.description, width - 2) + pad(status, 24)
-                        + pad(state.approvedAt.map(Timestamp.string) ?? "never", 22) + pad(next, 22) + "\(state.consecutiveFailures)")
+                    return [state.key.description, status, state.approvedAt.map(Timestamp.string) ?? "never", next, "\(state.consecutiveFailures)"]
                 }
-                console.out("\(records.count) host(s); * due now")
+                let header = ["HOST", "STATUS", "LAST APPROVED", "NEXT CHECK", "FAILURES"]
+                // Every column as wide as its longest value, two spaces apart (the host column
+                // starts after the mark).
+                let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+                func line(_ cells: [String]) -> String {
+                    zip(cells, widths).enumerated().map { column, cell in
+                        column == cells.count - 1 ? cell.0 : cell.0 + String(repeating: " ", count: cell.1 - cell.0.count + 2)
+                    }.joined()
+                }
+                console.out("  " + line(header))
+                for (record, row) in zip(records, rows) {
+                    let state = record.state
+                    let mark = state.lastResult == nil ? "?" : (state.isApproved ? console.paint("✔", .green) : console.paint("✘", .red))
+                    console.out("\(mark) " + line(row))
+                }
+                console.out("\(Plural.count(records.count, "host")); * due now")
                 return
             }
             for record in records {
@@ -197,7 +208,9 @@ extension AASAFetchCommand {
     /// Exit status: 0 removed, 1 the host was not in the store, 2 the store is missing or unusable.
     /// JSON: `{"schemaVersion","host","removed"}` (`removed`: how many host records, one per route).
     struct Forget: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a host, its entries and its history from the store.")
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a host, its entries and its history from the store.",
+            discussion: HelpText.discussion(examples: CommandHelp.forget, exitCodes: CommandHelp.forgetExitCodes))
 
         @Argument(help: "The host to forget.") var host: String
         @OptionGroup var store: StoreOptions
@@ -235,10 +248,12 @@ extension AASAFetchCommand {
     /// Exit status: 0 written, 2 the store is unusable or a file cannot be written.
     /// JSON: `{"schemaVersion","out","files":[{"host","route","path","bytes","approvedAt"}]}`.
     struct Export: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Write the last approved file of every host, one file per host.")
+        static let configuration = CommandConfiguration(
+            abstract: "Write the last approved file of every host, one file per host.",
+            discussion: HelpText.discussion(examples: CommandHelp.export, exitCodes: CommandHelp.exportExitCodes))
 
         @OptionGroup var store: StoreOptions
-        @Option(help: ArgumentHelp("The folder to write to (default: export inside the cache folder).", valueName: "dir"))
+        @Option(help: ArgumentHelp("The folder to write to (default: export inside the cache folder).", valueName: "dir"), completion: .directory)
         var out: String?
         @Flag(help: "Print JSON.") var json = false
 
@@ -285,8 +300,13 @@ extension AASAFetchCommand {
             if json {
                 try console.json(Output(out: folder, files: files))
             } else {
-                for file in files { console.out("\(file.path)  \(file.bytes) bytes") }
-                console.out("\(files.count) approved file(s) written to \(folder)")
+                let width = files.map(\.path.count).max() ?? 0
+                let digits = files.map { String($0.bytes).count }.max() ?? 0
+                for file in files {
+                    let size = String(file.bytes)
+                    console.out(file.path + String(repeating: " ", count: width - file.path.count + 2 + digits - size.count) + "\(Plural.count(file.bytes, "byte"))")
+                }
+                console.out("\(Plural.count(files.count, "approved file")) written to \(folder)")
             }
         }
     }

@@ -6,7 +6,7 @@ import Foundation
 /// store shared by many machines; else `--cache DIR` (default `$AASA_FETCH_CACHE`, else `cache`),
 /// file `DIR/aasa-fetch.sqlite`.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .customLong("cache"), help: ArgumentHelp("The folder of the store, aasa-fetch.sqlite (default: $AASA_FETCH_CACHE, else ./cache).", valueName: "dir"))
+    @Option(name: .customLong("cache"), help: ArgumentHelp("The folder of the store, aasa-fetch.sqlite (default: $AASA_FETCH_CACHE, else ./cache).", valueName: "dir"), completion: .directory)
     var cacheDirectory: String?
 
     @Option(name: .customLong("store"), help: ArgumentHelp(
@@ -44,6 +44,21 @@ struct StoreOptions: ParsableArguments {
             throw CommandFailure(store: error)
         } catch {
             throw CommandFailure(code: "store-error", message: "\(path): \(error)")
+        }
+    }
+}
+
+/// The store grammar of a run that can go without a store (`fetch`, `match`): ``StoreOptions``
+/// and `--no-store`.
+struct RunStoreOptions: ParsableArguments {
+    @OptionGroup var store: StoreOptions
+
+    @Flag(name: .customLong("no-store"), help: "Use no store: read no stored file and record nothing (a pure run).")
+    var noStore = false
+
+    func validate() throws {
+        if noStore, let given = store.cacheDirectory.map({ _ in "--cache" }) ?? store.storeURL.map({ _ in "--store" }) {
+            throw ValidationError("--no-store uses no store; drop \(given)")
         }
     }
 }

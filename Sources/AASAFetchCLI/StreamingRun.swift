@@ -30,7 +30,9 @@ struct StreamingRun {
         var pending: [HostFetchResult] = []
         var storeFailure: CommandFailure?
         var spoolFailure: CommandFailure?
-        var human = RunRenderer(console: console, hostWidth: RunRenderer.width(longest: source.longestHost))
+        // On the CDN route, CDN records are labelled "HOST (cdn)".
+        let labelSuffix = (source as? PlanSource)?.cdn == nil ? 0 : RunRenderer.cdnSuffix.count
+        var human = RunRenderer(console: console, hostWidth: RunRenderer.width(longest: source.longestHost.map { $0 + labelSuffix }))
         var writer = JSONStreamWriter(console: console)
 
         if json {

@@ -123,4 +123,45 @@ struct AppCommandTests {
         #expect(planned.status == 2)
         #expect(planned.stderr.contains("signature-wildcard-domains"))
     }
+
+    /// A plain `.entitlements` plist (XML or binary) is printed and compared like an app.
+    @Test func plainEntitlementsFilesArePrintedAndCompared() throws {
+        let dir = try Self.workspace()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let same = dir.appendingPathComponent("Same.entitlements").path
+        let other = dir.appendingPathComponent("Other.entitlements").path
+        let json = try ToolRunner.run(["entitlements", other, "--json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        let report = try json.json()
+        #expect(report["kind"] as? String == "entitlements")
+        #expect(report["appID"] as? String == "ABCDE12345.com.example.demo")
+        #expect((report["signature"] as? [String: Any])?["associatedDomains"] as? [String] == ["applinks:example.com", "applinks:new.example.com"])
+        let human = try ToolRunner.run(["entitlements", other])
+        #expect(human.stdout.contains("(entitlements)") && human.stdout.contains("    applinks:new.example.com"), "\(human.stdout)")
+        #expect(human.stdout.hasSuffix("ok\n"))
+
+        // Binary plists too.
+        let binary = dir.appendingPathComponent("Binary.entitlements")
+        let plist: [String: Any] = ["application-identifier": "ABCDE12345.com.example.demo",
+                                    "com.apple.developer.associated-domains": ["applinks:example.com"]]
+        try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0).write(to: binary)
+        let compared = try ToolRunner.run(["entitlements", binary.path, "--compare", other, "--json"])
+        #expect(compared.status == 1)
+        let differences = try compared.json()
+        #expect(differences.findingCodes == ["compare-missing-in-binary"])
+        #expect(differences["differences"] as? Int == 1)
+        #expect(((differences["findings"] as? [[String: Any]])?.first?["message"] as? String)?.contains("Binary.entitlements does not list it") == true)
+
+        // Variables of the file are expanded with --define before the app IDs are compared.
+        let defined = try ToolRunner.run(["entitlements", same, "--compare", other, "--define", "AppIdentifierPrefix=ABCDE12345.",
+                                          "--define", "CFBundleIdentifier=com.example.demo"])
+        #expect(!defined.stdout.contains("app-id-mismatch"), "\(defined.stdout)")
+        #expect(defined.stdout.hasSuffix("1 error, 3 differences with \(other)\n"), "\(defined.stdout)")
+
+        // A file that is no plist is still refused with the reader's code.
+        let text = dir.appendingPathComponent("notes.txt")
+        try Data("hello".utf8).write(to: text)
+        let refused = try ToolRunner.run(["entitlements", text.path])
+        #expect(refused.status == 2 && refused.stderr.contains("macho-not-macho"), "\(refused.stderr)")
+    }
 }

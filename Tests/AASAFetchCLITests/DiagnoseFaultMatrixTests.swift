@@ -441,7 +441,7 @@ struct DiagnoseFaultMatrixTests {
         #expect(session.stdout.contains("does not associate: step http failed (user-agent-blocked)"), "\(session.stdout)")
 
         #expect(try ToolRunner.run(["diagnose"]).status == 64)
-        #expect(try ToolRunner.run(["diagnose", "a.test", "--domain", "applinks:b.test"]).status == 64)
+        #expect(try ToolRunner.run(["diagnose", "a.test", "--entitlements", "a.entitlements", "--app", "a.ipa"]).status == 64)
         #expect(try ToolRunner.run(["diagnose", "a.test", "--route", "sideways"]).status == 64)
         #expect(try ToolRunner.run(["diagnose", "a.test", "--cdn-base", "http://cdn.test/"]).status == 64)
         #expect(try ToolRunner.run(["--domain", "applinks:a.test", "--route", "cdn", "--cdn-base", "not a url"]).status == 64)

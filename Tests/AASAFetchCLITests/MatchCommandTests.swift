@@ -104,4 +104,42 @@ struct MatchCommandTests {
         #expect(objects.map { $0["host"] as? String } == ["www.example.com", "example.com", nil])
         #expect(result.status == 1)
     }
+
+    /// `--entitlements` answers for the app the file names (its `application-identifier`), as
+    /// `fetch` and `match --app` do: a site that lists only another app is `no_match` (exit 1),
+    /// not a `match` for the other app (exit 0, a silent green in CI). Regression: `match` took
+    /// every app the downloaded files named and ignored the entitlements' own app ID.
+    @Test func entitlementsAnswerForTheirOwnAppID() async throws {
+        let ca = try TestCA.shared()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("match-own-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let site = root.appendingPathComponent("other.example.com")
+        try FileManager.default.createDirectory(at: site.appendingPathComponent(".well-known"), withIntermediateDirectories: true)
+        try Data(#"{"applinks":{"details":[{"appIDs":["ZYXWV98765.com.example.other"],"components":[{"/":"*"}]}]}}"#.utf8)
+            .write(to: site.appendingPathComponent(".well-known/apple-app-site-association"))
+        let entitlements = root.appendingPathComponent("App.entitlements")
+        let plist: [String: Any] = [
+            "application-identifier": "ABCDE12345.com.example.app",
+            "com.apple.developer.associated-domains": ["applinks:other.example.com"],
+        ]
+        try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0).write(to: entitlements)
+        let nginx = try await NginxServer.start(hosts: [
+            NginxVirtualHost(certificate: try ca.leaf(for: ["other.example.com"]), serverNames: ["other.example.com"], documentRoot: site.path),
+        ], http2: false)
+        defer { nginx.stop() }
+        let network = ["--cacert", ca.caCertPath, "--connect-to", nginx.connectTo, "--allow-private", "--retry-delays", ""]
+        for store in [["--no-store"], []] {
+            let result = try ToolRunner.run(["match", "https://other.example.com/anything", "--entitlements", entitlements.path, "--json"] + store + network)
+            let objects = try result.stdout.split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
+            #expect(objects.map { $0["appID"] as? String } == ["ABCDE12345.com.example.app"], "\(store) \(result.stdout) \(result.stderr)")
+            #expect(objects.map { $0["decision"] as? String } == ["no_match"], "\(store)")
+            #expect(result.status == 1, "\(store)")
+        }
+        // --app-id still chooses the apps to answer for.
+        let chosen = try ToolRunner.run(["match", "https://other.example.com/anything", "--entitlements", entitlements.path,
+                                         "--app-id", "ZYXWV98765.com.example.other", "--no-store"] + network)
+        #expect(chosen.status == 0, "\(chosen.stdout) \(chosen.stderr)")
+    }
 }

@@ -54,7 +54,7 @@ import Testing
         let separate = try fetch(["--domain", "applinks:a.test", "--cacert", "mine.pem", "-q", "--connect-to", "c:3:d:4"], environment)
         #expect(separate.network.cacert == "mine.pem")
         #expect(separate.network.connectTo == ["c:3:d:4"], "a repeatable option given on the command line replaces the environment's values")
-        #expect(separate.quiet)
+        #expect(separate.input.quiet)
         #expect(separate.network.concurrency == 7)
         let joined = try fetch(["--domain", "applinks:a.test", "--cacert=mine.pem", "--concurrency=9"], environment)
         #expect(joined.network.cacert == "mine.pem")

@@ -8,6 +8,8 @@ public struct SignedEntitlements: Sendable, Hashable {
         case xml
         /// The DER blob (`0xfade7172`).
         case der
+        /// A plain property list file (a project's `.entitlements`), not a signature.
+        case plist
     }
 
     /// The blob the entitlements were taken from (XML when both are present and readable).
@@ -51,6 +53,9 @@ public struct AppInspection: Sendable {
         case macho
         /// A provisioning profile on its own.
         case profile
+        /// A plain `.entitlements` property list (XML or binary), such as a project's; its
+        /// dictionary is the inspection's ``AppInspection/signature`` with source `plist`.
+        case entitlements
     }
 
     /// The path given.
@@ -63,7 +68,8 @@ public struct AppInspection: Sendable {
     public var executable: String?
     /// `CFBundleIdentifier` of the bundle's `Info.plist`.
     public var bundleIdentifier: String?
-    /// The signed entitlements, when the executable's signature could be read.
+    /// The signed entitlements, when the executable's signature could be read (for a plain
+    /// `.entitlements` file, its dictionary, with source ``SignedEntitlements/Source/plist``).
     public var signature: SignedEntitlements?
     /// Why the signed entitlements could not be read (`nil` when they were, or for a profile alone).
     public var signatureError: AppBundleError?
@@ -125,7 +131,7 @@ public enum AppInspector {
         }
     }
 
-    /// Reads an `.ipa`, an `.app` folder, a Mach-O or a provisioning profile.
+    /// Reads an `.ipa`, an `.app` folder, a Mach-O, a provisioning profile or a plain `.entitlements` plist.
     /// - Parameters:
     ///   - path: The input.
     ///   - limits: Size caps.
@@ -163,7 +169,14 @@ public enum AppInspector {
             finish(&inspection, now: now)
             return inspection
         }
-        throw AppBundleError("macho-not-macho", "\(path) is not an .ipa, an .app bundle, a Mach-O executable or a provisioning profile")
+        if PlistValue.looksLikePropertyList(bytes) {
+            let dictionary = try PlistValue.parseDictionary(bytes, code: "entitlements-malformed", what: path)
+            var inspection = AppInspection(path: path, kind: .entitlements, findings: [])
+            inspection.signature = SignedEntitlements(source: .plist, blobs: [], architectures: [], entitlements: dictionary)
+            finish(&inspection, now: now)
+            return inspection
+        }
+        throw AppBundleError("macho-not-macho", "\(path) is not an .ipa, an .app bundle, a Mach-O executable, a provisioning profile or an .entitlements property list")
     }
 
     // MARK: - Inputs

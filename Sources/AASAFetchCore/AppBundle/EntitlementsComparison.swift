@@ -12,9 +12,23 @@ import Foundation
 public enum EntitlementsComparison {
     private static let key = EntitlementsFile.associatedDomainsKey
 
-    /// Problems of the signed associated-domains entitlement on its own.
+    /// Problems of the signed associated-domains entitlement on its own (of a plain
+    /// `.entitlements` file: the key missing, of the wrong type or empty).
     static func signatureFindings(_ signature: SignedEntitlements?) -> [Finding] {
         guard let signature else { return [] }
+        if signature.source == .plist {
+            switch signature.entitlements[key] {
+            case nil:
+                return [.error("entitlements-missing-key", "no \(key) key: the app has no associated domains",
+                               fix: "add the Associated Domains capability (an array of service:domain strings)")]
+            case .array(let values) where values.isEmpty:
+                return [.warning("entitlements-empty", "the \(key) list is empty")]
+            case .array(let values) where values.allSatisfy({ $0.stringValue != nil }):
+                return []
+            case .some(let other):
+                return [.error("entitlements-wrong-type", "\(key) is \(other), not an array of strings")]
+            }
+        }
         switch signature.entitlements[key] {
         case nil:
             return [.error("signature-missing-domains",
@@ -91,7 +105,8 @@ public enum EntitlementsComparison {
     /// `CFBundleIdentifier`, `PRODUCT_BUNDLE_IDENTIFIER` (from its app ID, team and `Info.plist`).
     public static func definitions(for inspection: AppInspection) -> [String: String] {
         var table: [String: String] = [:]
-        if let appID = inspection.appID, let dot = appID.firstIndex(of: ".") {
+        // (An unexpanded `$(…)` app ID of a plain .entitlements file defines nothing.)
+        if let appID = inspection.appID, !appID.contains("$("), let dot = appID.firstIndex(of: ".") {
             table["AppIdentifierPrefix"] = String(appID[...dot])
             let bundleID = String(appID[appID.index(after: dot)...])
             table["CFBundleIdentifier"] = bundleID
@@ -117,21 +132,27 @@ public enum EntitlementsComparison {
         let table = self.definitions(for: inspection).merging(definitions) { _, given in given }
         let parser = EntryParser(definitions: table)
         var findings: [Finding] = []
+        // A plain .entitlements file is compared as it is written, its variables expanded too.
+        let plain = inspection.kind == .entitlements
+        let subject = plain ? inspection.path : "the signed app"
+        let subjectAppID = plain ? inspection.appID.flatMap { AppID.expand($0, definitions: table) } : inspection.appID
         let projectDomains = project.associatedDomains.compactMap { $0 }
         let projectKeys = projectDomains.map { normalizedKey($0, parser: parser) }
         if let signed = inspection.signature?.associatedDomains?.compactMap({ $0 }) {
             let signedKeys = signed.map { normalizedKey($0, parser: parser) }
             for (domain, key) in zip(projectDomains, projectKeys) where !signedKeys.contains(key) {
                 findings.append(.error("compare-missing-in-binary",
-                                       "'\(domain)' is in \(projectPath) but the signed app does not carry it",
+                                       "'\(domain)' is in \(projectPath) but \(plain ? "\(subject) does not list it" : "the signed app does not carry it")",
                                        location: projectPath,
-                                       fix: "build and sign the app with \(projectPath) (check the configuration's CODE_SIGN_ENTITLEMENTS)"))
+                                       fix: plain ? "add it to \(subject), or remove it from \(projectPath)"
+                                           : "build and sign the app with \(projectPath) (check the configuration's CODE_SIGN_ENTITLEMENTS)"))
             }
             for (domain, key) in zip(signed, signedKeys) where !projectKeys.contains(key) {
                 findings.append(.warning("compare-missing-in-project",
-                                         "the signed app carries '\(domain)', which \(projectPath) does not list",
+                                         "\(plain ? "\(subject) lists" : "the signed app carries") '\(domain)', which \(projectPath) does not list",
                                          location: projectPath,
-                                         fix: "compare with the .entitlements file of the configuration that built this app"))
+                                         fix: plain ? "add it to \(projectPath), or remove it from \(subject)"
+                                             : "compare with the .entitlements file of the configuration that built this app"))
             }
         } else if inspection.signature == nil, let profile = inspection.profile, case .list(let allowed)? = profile.associatedDomains {
             // A profile alone: compare what it allows.
@@ -143,8 +164,8 @@ public enum EntitlementsComparison {
         }
         if let identifier = project.applicationIdentifier {
             if let expanded = AppID.expand(identifier, definitions: table) {
-                if let appID = inspection.appID, appID != expanded {
-                    findings.append(.error("app-id-mismatch", "\(projectPath) names the app '\(expanded)' but the app is signed as '\(appID)'",
+                if let appID = subjectAppID, appID != expanded {
+                    findings.append(.error("app-id-mismatch", "\(projectPath) names the app '\(expanded)' but \(plain ? "\(subject) names" : "the app is signed as") '\(appID)'",
                                            location: projectPath))
                 }
             } else {

@@ -49,6 +49,16 @@ public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConv
 
     /// Parses an XML or binary property list whose top level is a dictionary; failures carry `code`
     /// and a message that starts with `what`.
+    /// Whether bytes start like a property list: `bplist`, or (after white space and a UTF-8 byte
+    /// order mark) `<?xml`, `<!DOCTYPE plist` or `<plist`.
+    static func looksLikePropertyList(_ bytes: [UInt8]) -> Bool {
+        if bytes.starts(with: Array("bplist".utf8)) { return true }
+        var rest = bytes[...]
+        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
+        rest = rest.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+        return ["<?xml", "<!DOCTYPE plist", "<plist"].contains { rest.starts(with: Array($0.utf8)) }
+    }
+
     static func parseDictionary(_ bytes: [UInt8], code: String, what: String) throws(AppBundleError) -> [String: PlistValue] {
         let object: Any
         do {

@@ -114,7 +114,7 @@ public struct DiagnosisReport: Sendable, Encodable {
     public var appIDSource: AppIDSource
     /// The route asked for.
     public var route: RouteChoice
-    /// One diagnosis per entry, in entitlement order.
+    /// One diagnosis per entry, in the order `fetch` starts their downloads (priority tier, then entry order).
     public var diagnoses: [Diagnosis]
     /// Findings about the inputs as a whole.
     public var findings: [Finding]
