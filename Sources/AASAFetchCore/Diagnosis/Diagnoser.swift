@@ -12,9 +12,9 @@ import IDNA
 /// warning; an expired, not yet valid or wrongly named one still fails).
 public struct Diagnoser: Sendable {
     /// The user agent of a device's own download (`swcd`), used for `?mode=` entries and the check.
-    public static let deviceUserAgent = "swcd (unknown version) CFNetwork/1568.200.51 Darwin/24.1.0"
+    public static let deviceUserAgent = UserAgentCheck.deviceUserAgent
     /// A browser's user agent, for the user-agent check.
-    public static let browserUserAgent = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15"
+    public static let browserUserAgent = UserAgentCheck.browserUserAgent
 
     private let transport: any HTTPTransferring
     private let options: FetchOptions
@@ -335,46 +335,19 @@ public struct Diagnoser: Sendable {
 
         mutating func userAgentStep(url: String, mattering: String, diagnoser: Diagnoser) async {
             var options = diagnoser.options
-            options.retryDelays = []
             options.verifyPeer = developerMode ? false : options.verifyPeer
             let agents = [("aasa-bot", diagnoser.options.userAgent), ("device", Diagnoser.deviceUserAgent),
                           ("browser", Diagnoser.browserUserAgent)]
-            let transport = diagnoser.transport
-            let probes = await withTaskGroup(of: (Int, UserAgentProbe).self) { group in
-                for (index, agent) in agents.enumerated() {
-                    var agentOptions = options
-                    agentOptions.userAgent = agent.1
-                    let fetcher = AASAFetcher(transport: transport, options: agentOptions)
-                    group.addTask {
-                        var attempts: [FetchAttempt] = []
-                        switch await fetcher.fetchWithRetries(url: url, attempts: &attempts) {
-                        case .response(let response, _), .notModified(let response, _):
-                            return (index, UserAgentProbe(label: agent.0, userAgent: agent.1, httpStatus: response.status, code: "ok"))
-                        case .failure(let failure):
-                            return (index, UserAgentProbe(label: agent.0, userAgent: agent.1, httpStatus: nil, code: failure.kind.rawValue))
-                        }
-                    }
-                }
-                var collected: [(Int, UserAgentProbe)] = []
-                for await probe in group { collected.append(probe) }
-                return collected.sorted { $0.0 < $1.0 }.map(\.1)
-            }
+            let probes = await UserAgentCheck.probe(url: url, agents: agents, options: options, transport: diagnoser.transport)
             diagnosis.userAgents = probes
             let details = probes.map { "\($0.userAgent) → \($0.outcome)" }
-            let outcomes = Set(probes.map(\.outcome))
-            guard outcomes.count > 1 else {
+            let fix = UserAgentCheck.fix
+            switch UserAgentCheck.verdict(probes, mattering: mattering) {
+            case .same:
                 diagnosis.steps.append(DiagnosisStep(step: "user-agent", title: "User agents", status: .passed,
                                                      summary: "every user agent gets the same answer (\(probes.first?.outcome ?? "none"))",
                                                      details: details))
-                return
-            }
-            let matteringProbe = probes.first { $0.userAgent == mattering } ?? probes[0]
-            let served = probes.filter { $0.httpStatus == 200 }
-            let blocked = probes.filter { $0.httpStatus != 200 }
-            let fix = "the origin treats user agents differently (a firewall, WAF or bot filter?): serve the file to every user agent, including AASA-Bot (Apple's CDN) and CFNetwork (devices)"
-            let message = blocked.map { "\($0.userAgent) gets \($0.outcome)" }.joined(separator: ", ")
-                + (served.isEmpty ? "" : " while " + served.map(\.label).joined(separator: " and ") + " get\(served.count == 1 ? "s" : "") HTTP 200")
-            if matteringProbe.httpStatus != 200, !served.isEmpty {
+            case .blocked(let message):
                 let step = DiagnosisStep(step: "user-agent", title: "User agents", status: .failed, code: "user-agent-blocked",
                                          summary: message, details: details,
                                          findings: [.error("user-agent-blocked", message, location: url, fix: fix)], fix: fix)
@@ -390,7 +363,7 @@ public struct Diagnoser: Sendable {
                 } else {
                     diagnosis.steps.append(step)
                 }
-            } else {
+            case .differs:
                 diagnosis.steps.append(DiagnosisStep(step: "user-agent", title: "User agents", status: .warned, code: "user-agent-differs",
                                                      summary: "the origin answers user agents differently: " + details.joined(separator: "; "),
                                                      details: details, fix: fix))

@@ -83,12 +83,18 @@ public struct AASAFetcher: Sendable {
     /// Fetches one host's file from the origin: `.well-known`, then the legacy root path on 404.
     ///
     /// With `conditional`, the requests carry its validators and a 304 answer is judged on its
-    /// stored file (`ok`, HTTP status 304).
+    /// stored file (`ok`, HTTP status 304). After a 403, one more request with another user agent
+    /// (``UserAgentCheck``): when that one gets the file, the result keeps its code
+    /// (`http-client-error`, what Apple's crawler sees) and gains the `user-agent-blocked` warning.
     public func fetch(host: String, startOrder: Int = 0, conditional: ConditionalRequest? = nil) async -> HostFetchResult {
         var attempts: [FetchAttempt] = []
         let wellKnownURL = "https://\(host)\(Self.wellKnownPath)"
         let primary = await fetchWithRetries(url: wellKnownURL, attempts: &attempts, conditional: conditional)
         var result = evaluate(primary, host: host, url: wellKnownURL)
+        if case .response(let response, _) = primary, response.status == 403, !Task.isCancelled,
+           let finding = await UserAgentCheck.afterForbidden(url: wellKnownURL, agent: options.userAgent, options: options, transport: transport) {
+            result.findings.append(finding)
+        }
 
         if case .response(let response, _) = primary, response.status == 404 {
             let rootURL = "https://\(host)\(Self.legacyRootPath)"
