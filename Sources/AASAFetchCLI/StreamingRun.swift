@@ -162,13 +162,7 @@ final class PlanSource: RunSource {
             return
         }
         // One window over both routes (developer-mode entries stay on the origin).
-        let fetches = plan.fetches
-        await SlidingWindow.run(count: fetches.count, limit: fetcher.options.concurrency * AASAFetcher.admissionDepth, work: { position in
-            let planned = fetches[position]
-            return planned.route == .cdn
-                ? await cdn.fetch(host: planned.host, startOrder: position)
-                : await fetcher.fetch(host: planned.host, startOrder: position)
-        }, handle: handle)
+        await RouteFetcher(origin: fetcher, cdn: cdn).fetchEach(plan.fetches, handle: handle)
     }
 
     func judge(_ result: HostFetchResult, appIDs: [String]) -> DomainReport {
