@@ -22,6 +22,16 @@ public struct Console: Sendable {
             && ProcessInfo.processInfo.environment["TERM"] != "dumb"
     }
 
+    /// Whether standard output and standard error are the same terminal (a progress line on
+    /// standard error must then be erased before standard output writes).
+    public var stdoutSharesTerminalWithStderr: Bool {
+        guard stdoutIsTerminal, stderrIsTerminal else { return false }
+        var output = stat()
+        var error = stat()
+        guard fstat(STDOUT_FILENO, &output) == 0, fstat(STDERR_FILENO, &error) == 0 else { return true }
+        return output.st_rdev == error.st_rdev
+    }
+
     /// Writes a line to standard output.
     public func out(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))

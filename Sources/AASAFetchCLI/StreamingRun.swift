@@ -70,7 +70,10 @@ struct StreamingRun {
                         continue
                     }
                     domainWarnings += domain.warningCount
-                    if json { writer.domain(domain) } else { human.domain(domain) }
+                    // A JSON domain leaves its last line open (the comma comes with the next one).
+                    progress.output(endsLine: !json) {
+                        if json { writer.domain(domain) } else { human.domain(domain) }
+                    }
                     if store != nil {
                         // The store keeps the body; this run does not.
                         pending.append(ready)
