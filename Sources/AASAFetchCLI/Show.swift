@@ -12,11 +12,13 @@ struct HostRecord: Encodable {
 
     var state: HostState
     var now: Date
+    /// The verdict on the entries and apps that need the host, as a run gives it.
+    var verdict: StoredVerdict
     var entries: [EntryRecord]?
     var history: [HistoryEvent]?
 
     private enum CodingKeys: String, CodingKey {
-        case host, route, tier, code, reason, httpStatus, fetchedAt, approved, lastApprovedAt, approvedBytes, etag
+        case host, route, tier, code, associated, associations, reason, httpStatus, fetchedAt, approved, lastApprovedAt, approvedBytes, etag
         case lastModified, consecutiveFailures, nextCheck, due, lease, entries, history
     }
 
@@ -30,7 +32,9 @@ struct HostRecord: Encodable {
         try c.encode(state.key.host, forKey: .host)
         try c.encode(state.key.route, forKey: .route)
         try c.encode(state.tier, forKey: .tier)
-        try c.encode(state.lastResult?.code, forKey: .code)
+        try c.encode(verdict.code, forKey: .code)
+        try c.encode(verdict.associated, forKey: .associated)
+        try c.encode(verdict.associations, forKey: .associations)
         try c.encode(state.lastResult?.reason, forKey: .reason)
         try c.encode(state.lastResult?.httpStatus, forKey: .httpStatus)
         try c.encode(state.lastResult.map { Timestamp.string($0.fetchedAt) }, forKey: .fetchedAt)
@@ -61,11 +65,16 @@ extension AASAFetchCommand {
     /// `aasa-fetch show [HOST]`: what the store knows. Without a host, one line per host (status,
     /// last approved file, next check, failures); with one, its entries and history too.
     ///
+    /// The verdict is the one a run gives (``StoredVerdict``): `code` is the last download's
+    /// failure, else `app-not-listed` when an app that needs the host is not listed for its entry's
+    /// service, else `ok`; `associated` and, per entry and app ID, `associations` say which.
+    ///
     /// Exit status: 0 shown, 1 the host is not in the store, 2 the store is missing or unusable.
-    /// JSON: `{"schemaVersion","store","now","hosts":[{"host","route","tier","code","reason",
+    /// JSON: `{"schemaVersion","store","now","hosts":[{"host","route","tier","code","associated",
+    /// "associations":[{"entry","service","appID","associated","code","reason"}],"reason",
     /// "httpStatus","fetchedAt","approved","lastApprovedAt","approvedBytes","etag","lastModified",
     /// "consecutiveFailures","nextCheck","due","lease","entries","history"}]}` (`entries` and
-    /// `history` are `null` without a host).
+    /// `history` are `null` without a host; `approved`: the last download gave an approved file).
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show what the store knows: status, last approved file, next check, failures, history."
@@ -92,6 +101,7 @@ extension AASAFetchCommand {
                     var found: [HostRecord] = []
                     for key in keys {
                         guard var state = states[key] else { continue }
+                        let verdict = StoredVerdict(state: state, needs: needs[key] ?? [])
                         state.approvedBody = nil
                         state.lastResult?.body = nil
                         var byEntry: [String: HostRecord.EntryRecord] = [:]
@@ -104,11 +114,11 @@ extension AASAFetchCommand {
                             if !need.appID.isEmpty { byEntry[need.entry]?.appIDs.append(need.appID) }
                         }
                         let history = try await database.history(of: key, limit: max(0, historyLimit))
-                        found.append(HostRecord(state: state, now: now, entries: order.compactMap { byEntry[$0] }, history: history))
+                        found.append(HostRecord(state: state, now: now, verdict: verdict, entries: order.compactMap { byEntry[$0] }, history: history))
                     }
                     records = found
                 } else {
-                    records = try await database.allHosts().map { HostRecord(state: $0, now: now) }
+                    records = try await Self.allRecords(in: database, now: now)
                 }
             } catch {
                 let failure = CommandFailure(storeCall: error)
@@ -126,6 +136,28 @@ extension AASAFetchCommand {
             }
         }
 
+        /// Every host with its verdict: states and needs read 500 hosts at a time, bodies dropped
+        /// once judged (only approved bodies that some app ID needs judged are loaded).
+        private static func allRecords(in database: any AssociationStore, now: Date) async throws -> [HostRecord] {
+            let summaries = try await database.allHosts()
+            var records: [HostRecord] = []
+            records.reserveCapacity(summaries.count)
+            for start in stride(from: 0, to: summaries.count, by: 500) {
+                let chunk = Array(summaries[start..<min(start + 500, summaries.count)])
+                let keys = chunk.map(\.key)
+                let needs = try await database.needs(for: keys)
+                let judged = chunk.filter { summary in
+                    summary.lastResult?.code == "ok" && (needs[summary.key] ?? []).contains { !$0.appID.isEmpty }
+                }.map(\.key)
+                let bodies = judged.isEmpty ? [:] : try await database.states(of: judged)
+                for summary in chunk {
+                    let verdict = StoredVerdict(state: bodies[summary.key] ?? summary, needs: needs[summary.key] ?? [])
+                    records.append(HostRecord(state: summary, now: now, verdict: verdict))
+                }
+            }
+            return records
+        }
+
         private func render(_ records: [HostRecord], console: Console) {
             if host == nil {
                 if records.isEmpty {
@@ -137,8 +169,8 @@ extension AASAFetchCommand {
                 console.out(pad("HOST", width) + pad("STATUS", 24) + pad("LAST APPROVED", 22) + pad("NEXT CHECK", 22) + "FAILURES")
                 for record in records {
                     let state = record.state
-                    let status = state.lastResult.map { "\($0.code) \($0.httpStatus.map(String.init) ?? "---")" } ?? "not fetched"
-                    let mark = state.lastResult == nil ? "?" : (state.isApproved ? console.paint("✔", .green) : console.paint("✘", .red))
+                    let status = state.lastResult.map { "\(record.verdict.code ?? $0.code) \($0.httpStatus.map(String.init) ?? "---")" } ?? "not fetched"
+                    let mark = state.lastResult == nil ? "?" : HumanRenderer(console: console).mark(record.verdict.associated)
                     let next = Timestamp.string(state.nextCheck) + (state.nextCheck <= record.now ? "*" : "")
                     console.out("\(mark) " + pad(state.key.description, width - 2) + pad(status, 24)
                         + pad(state.approvedAt.map(Timestamp.string) ?? "never", 22) + pad(next, 22) + "\(state.consecutiveFailures)")
@@ -153,6 +185,15 @@ extension AASAFetchCommand {
                     console.out("  last result    \(last.code)\(last.httpStatus.map { " (HTTP \($0))" } ?? "") at \(Timestamp.string(last.fetchedAt)): \(last.reason)")
                 } else {
                     console.out("  last result    not fetched yet")
+                }
+                if state.lastResult != nil {
+                    let renderer = HumanRenderer(console: console)
+                    console.out("  verdict        \(renderer.mark(record.verdict.associated)) \(record.verdict.code ?? "?")")
+                    for association in record.verdict.associations {
+                        let app = association.appID.map { " for \($0)" } ?? " (no app ID known)"
+                        console.out("    \(renderer.mark(association.associated)) \(association.entry)\(app)"
+                            + (association.associated == false ? ": \(association.reason ?? association.code)" : ""))
+                    }
                 }
                 if let size = state.approvedSize {
                     console.out("  last approved  \(size) bytes, confirmed \(state.approvedAt.map(Timestamp.string) ?? "?")"
