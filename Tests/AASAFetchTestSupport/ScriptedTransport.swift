@@ -1,3 +1,4 @@
+import AASAFetchCore
 import CurlTransport
 import Foundation
 import Synchronization
@@ -95,5 +96,28 @@ extension TransferRequest {
     public func header(_ name: String) -> String? {
         let prefix = name.lowercased() + ":"
         return headers.first { $0.lowercased().hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces) }
+    }
+}
+
+/// Name resolution and TCP connects from a script, for unit tests of ``Diagnoser``: hosts resolve
+/// to the addresses given (others fail as an unknown name), connects give the outcome given per
+/// address (others connect in 1 ms).
+public struct ScriptedNetworkProbe: NetworkProbing {
+    private let addresses: [String: [String]]
+    private let connects: [String: NetworkConnectOutcome]
+
+    /// Creates a probe.
+    public init(addresses: [String: [String]] = [:], connects: [String: NetworkConnectOutcome] = [:]) {
+        self.addresses = addresses
+        self.connects = connects
+    }
+
+    public func resolve(_ host: String) async -> Result<[String], NetworkProbeError> {
+        guard let found = addresses[host], !found.isEmpty else { return .failure(NetworkProbeError(message: "Name or service not known")) }
+        return .success(found)
+    }
+
+    public func connect(address: String, port: Int, timeout: Double) async -> NetworkConnectOutcome {
+        connects[address] ?? .connected(milliseconds: 1)
     }
 }

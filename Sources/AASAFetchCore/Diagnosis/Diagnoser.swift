@@ -20,6 +20,7 @@ public struct Diagnoser: Sendable {
     private let options: FetchOptions
     private let route: RouteChoice
     private let cdnBase: String
+    private let probe: any NetworkProbing
 
     /// Creates a diagnoser.
     /// - Parameters:
@@ -27,12 +28,14 @@ public struct Diagnoser: Sendable {
     ///   - options: The network options of the run.
     ///   - route: `origin`, `cdn` or `both`.
     ///   - cdnBase: The CDN's base URL.
+    ///   - probe: Name resolution and the bare TCP connect (the system's; tests script them).
     public init(transport: any HTTPTransferring, options: FetchOptions, route: RouteChoice = .origin,
-                cdnBase: String = CDNFetcher.defaultBase) {
+                cdnBase: String = CDNFetcher.defaultBase, probe: any NetworkProbing = SystemNetworkProbe()) {
         self.transport = transport
         self.options = options
         self.route = route
         self.cdnBase = cdnBase
+        self.probe = probe
     }
 
     /// Diagnoses one entry for these app IDs (empty: association cannot be judged, a warning).
@@ -401,7 +404,7 @@ extension Diagnoser.Walk {
             addresses = [target.host]
             dnsDetails.append("address from --connect-to")
         } else {
-            switch await NetworkProbe.resolve(target.host) {
+            switch await diagnoser.probe.resolve(target.host) {
             case .success(let found):
                 addresses = found
             case .failure(let error):
@@ -438,7 +441,7 @@ extension Diagnoser.Walk {
         var connected = false
         var sawTimeout = false
         for address in usable {
-            switch await NetworkProbe.connect(address: address, port: target.port, timeout: options.connectTimeout) {
+            switch await diagnoser.probe.connect(address: address, port: target.port, timeout: options.connectTimeout) {
             case .connected(let milliseconds):
                 tcpDetails.append("\(address) port \(target.port): connected in \(milliseconds) ms")
                 connected = true
