@@ -47,13 +47,13 @@ let package = Package(
         // MARK: - Tests
         .target(
             name: "AASAFetchTestSupport",
-            dependencies: ["AASAFetchCore"],
+            dependencies: ["AASAFetchCore", "CurlTransport"],
             path: "Tests/AASAFetchTestSupport",
             resources: [.copy("Resources")]
         ),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "AASAFetchTestSupport"]),
         .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "AASAFetchTestSupport"]),
-        .testTarget(name: "AASAFetchCoreTests", dependencies: ["AASAFetchCore", "AASAFetchTestSupport"]),
+        .testTarget(name: "AASAFetchCoreTests", dependencies: ["AASAFetchCore", "CurlTransport", "AASAFetchTestSupport"]),
         .testTarget(
             name: "AASAFetchCLITests",
             dependencies: ["AASAFetchCLI", "AASAFetchCore", "AASAFetchTestSupport"]

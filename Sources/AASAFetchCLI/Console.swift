@@ -31,6 +31,16 @@ public struct Console: Sendable {
         colorsStdout = colors
     }
 
+    /// Whether standard output and standard error are the same terminal (a progress line on
+    /// standard error must then be erased before standard output writes).
+    public var stdoutSharesTerminalWithStderr: Bool {
+        guard stdoutIsTerminal, stderrIsTerminal else { return false }
+        var output = stat()
+        var error = stat()
+        guard fstat(STDOUT_FILENO, &output) == 0, fstat(STDERR_FILENO, &error) == 0 else { return true }
+        return output.st_rdev == error.st_rdev
+    }
+
     /// Writes a line to standard output.
     public func out(_ line: String) {
         write(line + "\n")

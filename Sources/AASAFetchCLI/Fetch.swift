@@ -67,7 +67,7 @@ extension AASAFetchCommand {
             // opens one per transfer started before the first connection is up).
             let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
             let fetcher = AASAFetcher(transport: client, options: options)
-            let progress = ProgressReporter(total: plan.fetches.count, enabled: !quiet && console.stderrIsTerminal && plan.fetches.count > 1)
+            let progress = ProgressReporter(total: plan.fetches.count, quiet: quiet, console: console)
             let cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
             let run = await RoutedRun.fetch(plan, route: routing.route, origin: fetcher, cdn: cdn) { done, result in
                 progress.update(done: done, result: result)
@@ -159,7 +159,7 @@ extension AASAFetchCommand {
                 plan.cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
             }
             let hosts = source.hostCount
-            let progress = ProgressReporter(total: hosts, enabled: !quiet && console.stderrIsTerminal && hosts > 1)
+            let progress = ProgressReporter(total: hosts, quiet: quiet, console: console)
             let streaming = StreamingRun(
                 source: source, fetcher: fetcher, settled: settled, region: region, json: json,
                 console: console, store: recordIn, progress: progress
@@ -193,45 +193,101 @@ enum SpoolCleanup {
 }
 
 /// Progress on standard error while hosts download: done/total, rate, failures by code, ETA.
-/// Only on a terminal; one line rewritten in place.
+/// Only on a terminal; one line rewritten in place. When standard output goes to the same
+/// terminal, every result written there goes through ``output(endsLine:_:)``, which erases the
+/// progress line first and draws it again after the result, so the two never share a line; it is
+/// drawn only while standard output is at the start of a line (a `--json` document whose last line
+/// is still open is never erased).
 final class ProgressReporter: Sendable {
     private struct State {
         var done = 0
         var failures: [String: Int] = [:]
         var lastDraw = ContinuousClock.now - .seconds(1)
+        /// The text of the progress line, once there is one.
+        var line: String?
+        /// Whether the progress line is on the screen now.
+        var shown = false
+        /// Whether standard output's last write ended a line (the cursor is at column 0).
+        var outputAtLineStart = true
+        var finished = false
     }
 
     private let total: Int
     private let enabled: Bool
+    private let sharesTerminal: Bool
     private let started = ContinuousClock.now
     private let state = Mutex(State())
+    private let write: @Sendable (String) -> Void
 
-    init(total: Int, enabled: Bool) {
+    /// - Parameters:
+    ///   - enabled: whether to draw at all (standard error is a terminal, not `--quiet`, several hosts).
+    ///   - sharesTerminal: whether standard output is that same terminal.
+    ///   - write: where the progress escapes and text go (standard error).
+    init(total: Int, enabled: Bool, sharesTerminal: Bool = false,
+         write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }) {
         self.total = total
         self.enabled = enabled
+        self.sharesTerminal = sharesTerminal
+        self.write = write
+    }
+
+    /// A progress reporter for a console: enabled when standard error is a terminal and `quiet` is not set.
+    convenience init(total: Int, quiet: Bool, console: Console) {
+        self.init(total: total, enabled: !quiet && console.stderrIsTerminal && total > 1,
+                  sharesTerminal: console.stdoutSharesTerminalWithStderr)
     }
 
     func update(done: Int, result: HostFetchResult) {
         guard enabled else { return }
-        let line: String? = state.withLock { state in
+        state.withLock { state in
             state.done = done
             if result.code != "ok" { state.failures[result.code, default: 0] += 1 }
             let now = ContinuousClock.now
-            guard now - state.lastDraw >= .milliseconds(100) || done == total else { return nil }
+            guard now - state.lastDraw >= .milliseconds(100) || done == total else { return }
             state.lastDraw = now
             let elapsed = Double((now - started).components.seconds) + Double((now - started).components.attoseconds) / 1e18
             let rate = elapsed > 0 ? Double(done) / elapsed : 0
             let eta = rate > 0 ? Int(Double(total - done) / rate) : 0
             let failures = state.failures.sorted { $0.value > $1.value }.prefix(3).map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-            return "\(done)/\(total) hosts · \(String(format: "%.1f", rate))/s · ETA \(eta)s" + (failures.isEmpty ? "" : " · \(failures)")
+            state.line = "\(done)/\(total) hosts · \(String(format: "%.1f", rate))/s · ETA \(eta)s" + (failures.isEmpty ? "" : " · \(failures)")
+            draw(&state)
         }
-        if let line {
-            FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+    }
+
+    /// Runs `body`, which writes to standard output, with the progress line out of its way: erased
+    /// before, drawn again after when `body` ended its last line (`endsLine`).
+    func output<E: Error>(endsLine: Bool = true, _ body: () throws(E) -> Void) throws(E) {
+        guard enabled, sharesTerminal else {
+            try body()
+            return
+        }
+        try state.withLock { (state) throws(E) in
+            erase(&state)
+            defer {
+                state.outputAtLineStart = endsLine
+                draw(&state)
+            }
+            try body()
         }
     }
 
     func finish() {
         guard enabled else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        state.withLock { state in
+            erase(&state)
+            state.finished = true
+        }
+    }
+
+    private func draw(_ state: inout State) {
+        guard let line = state.line, !state.finished, !sharesTerminal || state.outputAtLineStart else { return }
+        write("\r\u{1B}[K\(line)")
+        state.shown = true
+    }
+
+    private func erase(_ state: inout State) {
+        guard state.shown else { return }
+        write("\r\u{1B}[K")
+        state.shown = false
     }
 }

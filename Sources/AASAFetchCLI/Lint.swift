@@ -31,7 +31,9 @@ import Foundation
 /// points in the file (`null` for whole-file findings). Every key is present (`null` when absent).
 ///
 /// Exit status: 0 no error findings (warnings allowed), 1 at least one error finding,
-/// 2 a file could not be read (takes precedence). `-` reads standard input.
+/// 2 a file could not be read (takes precedence). `-` reads standard input. A folder stands for
+/// the association files inside it (see ``expand(_:)``); a folder without any is the read error
+/// `no-association-files`.
 public struct Lint: AsyncParsableCommand {
     /// The command's name, help and exit-status documentation.
     public static let configuration = CommandConfiguration(
@@ -40,7 +42,7 @@ public struct Lint: AsyncParsableCommand {
     )
 
     /// The files to check.
-    @Argument(help: "Association files to check (- for standard input).", completion: .file())
+    @Argument(help: "Association files to check (- for standard input; a folder: every file inside it named apple-app-site-association or ending in .json).", completion: .file())
     public var files: [String]
 
     /// Machine-readable output.
@@ -62,7 +64,7 @@ public struct Lint: AsyncParsableCommand {
 
     /// Runs the command: writes the report and throws the exit status (1 or 2) when not 0.
     public func run() async throws {
-        let report = Self.report(files: files, options: LintOptions(maxSize: maxSize), read: Self.readFile)
+        let report = Self.report(files: Self.expand(files), options: LintOptions(maxSize: maxSize), read: Self.readFile)
         let console = Console.standard
         if json {
             try console.json(report)
@@ -82,10 +84,71 @@ public struct Lint: AsyncParsableCommand {
         return nil
     }
 
-    /// Reads a file, or standard input for `-`.
+    /// Reads a file, or standard input for `-`. Fails with a ``LintReadError`` that says why in
+    /// words (`file-unreadable`), or `no-association-files` for a folder (one that ``expand(_:)``
+    /// found nothing in).
     public static func readFile(_ path: String) throws -> [UInt8] {
         if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
-        return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        if isFolder(path) {
+            if let directory = opendir(path) {
+                closedir(directory)
+                throw LintReadError(code: "no-association-files",
+                                    message: "\(path) is a folder with no association file inside (files named apple-app-site-association or ending in .json, searched in every subfolder and .well-known)")
+            }
+            throw LintReadError(code: "file-unreadable", message: "cannot read the folder \(path): \(String(cString: strerror(errno)))")
+        }
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else {
+            throw LintReadError(code: "file-unreadable", message: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        close(descriptor)
+        do {
+            return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw LintReadError(code: "file-unreadable", message: "cannot read \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// The files the arguments stand for, in order: a file (or `-`) as given; a folder as every
+    /// file inside it (in every subfolder, `.well-known` included, other hidden folders and links
+    /// to folders not followed) named `apple-app-site-association` or ending in `.json`, sorted by
+    /// path. A folder with none stays as it is, so reading it reports `no-association-files`; a
+    /// subfolder that cannot be listed is kept too, so it reports why.
+    public static func expand(_ arguments: [String]) -> [String] {
+        arguments.flatMap { argument -> [String] in
+            guard argument != "-", isFolder(argument) else { return [argument] }
+            let found = associationFiles(in: argument)
+            return found.isEmpty ? [argument] : found
+        }
+    }
+
+    private static func isFolder(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
+    private static func associationFiles(in folder: String) -> [String] {
+        let fileName = "apple-app-site-association"
+        var found: [String] = []
+        var pending = [folder]
+        while let current = pending.popLast() {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: current) else {
+                if current != folder { found.append(current) }
+                continue
+            }
+            for name in names {
+                let path = (current as NSString).appendingPathComponent(name)
+                // The item itself, not what a symbolic link points at: links to folders are not followed.
+                guard let type = (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType else { continue }
+                if type == .typeDirectory {
+                    if !name.hasPrefix(".") || name == ".well-known" { pending.append(path) }
+                } else if name == fileName || name.lowercased().hasSuffix(".json") {
+                    if type == .typeSymbolicLink, isFolder(path) { continue }
+                    found.append(path)
+                }
+            }
+        }
+        return found.sorted()
     }
 
     /// Lints every file; `read` supplies the bytes (tests pass their own).
@@ -96,8 +159,9 @@ public struct Lint: AsyncParsableCommand {
             do {
                 bytes = try read(path)
             } catch {
-                let message = "cannot read \(path): \((error as NSError).localizedDescription)"
-                report.files.append(LintFileReport(path: path, findings: [], readError: .init(code: "file-unreadable", message: message)))
+                let failure = error as? LintReadError
+                    ?? LintReadError(code: "file-unreadable", message: "cannot read \(path): \(error.localizedDescription)")
+                report.files.append(LintFileReport(path: path, findings: [], readError: .init(code: failure.code, message: failure.message)))
                 report.unreadable += 1
                 continue
             }
@@ -142,6 +206,21 @@ public struct Lint: AsyncParsableCommand {
     static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 }
 
+/// Why `lint` could not read a path: `file-unreadable` (missing, not permitted, …) or
+/// `no-association-files` (a folder with none inside).
+public struct LintReadError: Error, Sendable, Hashable {
+    /// The stable code.
+    public var code: String
+    /// What happened, in words.
+    public var message: String
+
+    /// Creates an error.
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
 /// The result of `aasa-fetch lint` (its `--json` output).
 public struct LintReport: Sendable, Codable, Hashable {
     /// The JSON shape's version.
@@ -167,7 +246,7 @@ public struct LintReport: Sendable, Codable, Hashable {
 public struct LintFileReport: Sendable, Codable, Hashable {
     /// Why a file could not be read.
     public struct ReadError: Sendable, Codable, Hashable {
-        /// `file-unreadable`.
+        /// `file-unreadable` or `no-association-files`.
         public var code: String
         /// What happened.
         public var message: String

@@ -26,6 +26,8 @@ extension AASAFetchCommand {
 
         @OptionGroup var store: StoreOptions
         @OptionGroup var network: NetworkOptions
+        @Option(name: .customLong("cdn-base"), help: ArgumentHelp("The CDN's base URL for hosts recorded through the CDN (fetch --route cdn); the host is appended.", valueName: "url"))
+        var cdnBase: String = CDNFetcher.defaultBase
         @Option(help: ArgumentHelp("The region whose ccTLDs come second in priority; default from LC_ALL, LC_MESSAGES or LANG.", valueName: "CC"))
         var region: String?
         @Flag(help: "Keep running: a pass every --interval until SIGINT or SIGTERM.") var watch = false
@@ -54,6 +56,9 @@ extension AASAFetchCommand {
                 throw ValidationError("'\(region)' is not an ISO 3166-1 region code with a ccTLD")
             }
             if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be positive") }
+            guard CDNFetcher.isValidBase(cdnBase) else {
+                throw ValidationError("--cdn-base takes an https:// URL without query, e.g. \(CDNFetcher.defaultBase), not '\(cdnBase)'")
+            }
         }
 
         func run() async throws {
@@ -70,14 +75,25 @@ extension AASAFetchCommand {
             let effectiveRegion = region?.uppercased() ?? DomainPrioritizer.region(fromEnvironment: ProcessInfo.processInfo.environment)
             let batch = batchSize ?? max(16, options.concurrency * 4)
             let client = CurlClient(maxConnections: options.concurrency)
+            // Rows recorded through the CDN are refreshed through it: one HTTP/2 connection, which a
+            // client of its own keeps (the origin client sets no per-host limit).
+            let cdnClient = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
             let job = RefreshJob(
                 store: database, fetcher: AASAFetcher(transport: client, options: options),
+                cdn: CDNFetcher(transport: cdnClient, options: options, base: cdnBase),
                 prioritizer: DomainPrioritizer(region: effectiveRegion), owner: owner ?? RefreshJob.makeOwner(),
                 batchSize: batch, leaseSeconds: lease.flatMap(IntervalParser.seconds) ?? Self.leaseSeconds(options: options, batch: batch)
             )
             if worker {
-                try await runWorker(job, stop: stop, clock: clock, location: store.location, console: console)
+                do {
+                    try await runWorker(job, stop: stop, clock: clock, location: store.location, console: console)
+                } catch {
+                    await client.shutdown()
+                    await cdnClient.shutdown()
+                    throw error
+                }
                 await client.shutdown()
+                await cdnClient.shutdown()
                 return
             }
             var broken = false
@@ -95,6 +111,7 @@ extension AASAFetchCommand {
                 if !watch || stop.isStopped { break }
             } while !(await stop.sleep(for: .milliseconds(Int(pause * 1000))))
             await client.shutdown()
+            await cdnClient.shutdown()
             if let failure { throw failure }
             if watch {
                 if !quiet { console.err("aasa-fetch refresh: stopped") }

@@ -12,6 +12,8 @@ struct HostRecord {
 
     var state: HostState
     var now: Date
+    /// The verdict on the entries and apps that need the host, as a run gives it.
+    var verdict: StoredVerdict
     var entries: [EntryRecord]?
     var history: [HistoryEvent]?
 }
@@ -30,6 +32,8 @@ struct ShowReport: Encodable {
         var route: Route
         var tier: Int
         var code: String?
+        var associated: Bool?
+        var associations: [StoredVerdict.Association]
         var reason: String?
         var httpStatus: Int?
         var fetchedAt: Date?
@@ -50,7 +54,9 @@ struct ShowReport: Encodable {
             host = state.key.host
             route = state.key.route
             tier = state.tier
-            code = state.lastResult?.code
+            code = record.verdict.code ?? state.lastResult?.code
+            associated = record.verdict.associated
+            associations = record.verdict.associations
             reason = state.lastResult?.reason
             httpStatus = state.lastResult?.httpStatus
             fetchedAt = state.lastResult?.fetchedAt
@@ -78,11 +84,17 @@ extension AASAFetchCommand {
     /// `aasa-fetch show [HOST]`: what the store knows. Without a host, one line per host (status,
     /// last approved file, next check, failures); with one, its entries and history too.
     ///
+    /// The verdict is the one a run gives (``StoredVerdict``): `code` is the last download's
+    /// failure, else `app-not-listed` when an app that needs the host is not listed for its entry's
+    /// service, else `ok`; `associated` and, per entry and app ID, `associations` say which.
+    ///
     /// Exit status: 0 shown, 1 the host is not in the store, 2 the store is missing or unusable.
-    /// JSON: `{"schemaVersion","store","now","hosts":[{"host","route","tier","code","reason",
+    /// JSON: `{"schemaVersion","store","now","hosts":[{"host","route","tier","code","associated",
+    /// "associations":[{"entry","service","appID","associated","code","reason"}],"reason",
     /// "httpStatus","fetchedAt","approved","lastApprovedAt","approvedBytes","etag","lastModified",
     /// "consecutiveFailures","nextCheck","due","lease","entries","history"}]}` (`entries` and
-    /// `history` are `null` without a host; times ISO 8601).
+    /// `history` are `null` without a host; `approved`: the last download gave an approved file;
+    /// times ISO 8601).
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show what the store knows: status, last approved file, next check, failures, history.",
@@ -110,6 +122,7 @@ extension AASAFetchCommand {
                     var found: [HostRecord] = []
                     for key in keys {
                         guard var state = states[key] else { continue }
+                        let verdict = StoredVerdict(state: state, needs: needs[key] ?? [])
                         state.approvedBody = nil
                         state.lastResult?.body = nil
                         var byEntry: [String: HostRecord.EntryRecord] = [:]
@@ -122,11 +135,11 @@ extension AASAFetchCommand {
                             if !need.appID.isEmpty { byEntry[need.entry]?.appIDs.append(need.appID) }
                         }
                         let history = try await database.history(of: key, limit: max(0, historyLimit))
-                        found.append(HostRecord(state: state, now: now, entries: order.compactMap { byEntry[$0] }, history: history))
+                        found.append(HostRecord(state: state, now: now, verdict: verdict, entries: order.compactMap { byEntry[$0] }, history: history))
                     }
                     records = found
                 } else {
-                    records = try await database.allHosts().map { HostRecord(state: $0, now: now) }
+                    records = try await Self.allRecords(in: database, now: now)
                 }
             } catch {
                 throw CommandFailure(storeCall: error)
@@ -141,6 +154,28 @@ extension AASAFetchCommand {
             }
         }
 
+        /// Every host with its verdict: states and needs read 500 hosts at a time, bodies dropped
+        /// once judged (only approved bodies that some app ID needs judged are loaded).
+        private static func allRecords(in database: any AssociationStore, now: Date) async throws -> [HostRecord] {
+            let summaries = try await database.allHosts()
+            var records: [HostRecord] = []
+            records.reserveCapacity(summaries.count)
+            for start in stride(from: 0, to: summaries.count, by: 500) {
+                let chunk = Array(summaries[start..<min(start + 500, summaries.count)])
+                let keys = chunk.map(\.key)
+                let needs = try await database.needs(for: keys)
+                let judged = chunk.filter { summary in
+                    summary.lastResult?.code == "ok" && (needs[summary.key] ?? []).contains { !$0.appID.isEmpty }
+                }.map(\.key)
+                let bodies = judged.isEmpty ? [:] : try await database.states(of: judged)
+                for summary in chunk {
+                    let verdict = StoredVerdict(state: bodies[summary.key] ?? summary, needs: needs[summary.key] ?? [])
+                    records.append(HostRecord(state: summary, now: now, verdict: verdict))
+                }
+            }
+            return records
+        }
+
         private func render(_ records: [HostRecord], console: Console) {
             if host == nil {
                 if records.isEmpty {
@@ -149,7 +184,7 @@ extension AASAFetchCommand {
                 }
                 let rows = records.map { record -> [String] in
                     let state = record.state
-                    let status = state.lastResult.map { "\($0.code) \($0.httpStatus.map(String.init) ?? "---")" } ?? "not fetched"
+                    let status = state.lastResult.map { "\(record.verdict.code ?? $0.code) \($0.httpStatus.map(String.init) ?? "---")" } ?? "not fetched"
                     let next = Timestamp.string(state.nextCheck) + (state.nextCheck <= record.now ? "*" : "")
                     return [state.key.description, status, state.approvedAt.map(Timestamp.string) ?? "never", next, "\(state.consecutiveFailures)"]
                 }
@@ -165,7 +200,7 @@ extension AASAFetchCommand {
                 console.out("  " + line(header))
                 for (record, row) in zip(records, rows) {
                     let state = record.state
-                    let mark = state.lastResult == nil ? "?" : (state.isApproved ? console.paint("✔", .green) : console.paint("✘", .red))
+                    let mark = state.lastResult == nil ? "?" : HumanRenderer(console: console).mark(record.verdict.associated)
                     console.out("\(mark) " + line(row))
                 }
                 console.out("\(Plural.count(records.count, "host")); * due now")
@@ -178,6 +213,15 @@ extension AASAFetchCommand {
                     console.out("  last result    \(last.code)\(last.httpStatus.map { " (HTTP \($0))" } ?? "") at \(Timestamp.string(last.fetchedAt)): \(last.reason)")
                 } else {
                     console.out("  last result    not fetched yet")
+                }
+                if state.lastResult != nil {
+                    let renderer = HumanRenderer(console: console)
+                    console.out("  verdict        \(renderer.mark(record.verdict.associated)) \(record.verdict.code ?? "?")")
+                    for association in record.verdict.associations {
+                        let app = association.appID.map { " for \($0)" } ?? " (no app ID known)"
+                        console.out("    \(renderer.mark(association.associated)) \(association.entry)\(app)"
+                            + (association.associated == false ? ": \(association.reason ?? association.code)" : ""))
+                    }
                 }
                 if let size = state.approvedSize {
                     console.out("  last approved  \(size) bytes, confirmed \(state.approvedAt.map(Timestamp.string) ?? "?")"

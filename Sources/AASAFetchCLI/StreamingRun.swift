@@ -76,15 +76,14 @@ struct StreamingRun {
                         continue
                     }
                     domainWarnings += domain.warningCount
-                    if json {
-                        do {
-                            try writer.domain(domain)
-                        } catch {
-                            spoolFailure = CommandFailure(code: "internal-error", message: "\(error)")
-                            continue
+                    // A JSON domain leaves its last line open (the comma comes with the next one).
+                    do {
+                        try progress.output(endsLine: !json) {
+                            if json { try writer.domain(domain) } else { human.domain(domain) }
                         }
-                    } else {
-                        human.domain(domain)
+                    } catch {
+                        spoolFailure = CommandFailure(code: "internal-error", message: "\(error)")
+                        continue
                     }
                     if store != nil {
                         // The store keeps the body; this run does not.
@@ -176,13 +175,7 @@ final class PlanSource: RunSource {
             return
         }
         // One window over both routes (developer-mode entries stay on the origin).
-        let fetches = plan.fetches
-        await SlidingWindow.run(count: fetches.count, limit: fetcher.options.concurrency * AASAFetcher.admissionDepth, work: { position in
-            let planned = fetches[position]
-            return planned.route == .cdn
-                ? await cdn.fetch(host: planned.host, startOrder: position)
-                : await fetcher.fetch(host: planned.host, startOrder: position)
-        }, handle: handle)
+        await RouteFetcher(origin: fetcher, cdn: cdn).fetchEach(plan.fetches, handle: handle)
     }
 
     func judge(_ result: HostFetchResult, appIDs: [String]) -> DomainReport {

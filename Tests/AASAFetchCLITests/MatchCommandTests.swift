@@ -143,3 +143,46 @@ struct MatchCommandTests {
         #expect(chosen.status == 0, "\(chosen.stdout) \(chosen.stderr)")
     }
 }
+
+/// `match --entitlements` with the store (the default): a `webcredentials:` entry before an
+/// `applinks:` one used to crash the registration (exit 132), which `--no-store` hid.
+@Suite(.timeLimit(.minutes(2)))
+struct MatchEntitlementsStoreTests {
+    @Test func webcredentialsBeforeApplinksRecordsAndMatches() async throws {
+        let ca = try TestCA.shared()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("match-store-\(UUID().uuidString)")
+        let cache = root.appendingPathComponent("cache")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let site = root.appendingPathComponent("example.com")
+        try FileManager.default.createDirectory(at: site.appendingPathComponent(".well-known"), withIntermediateDirectories: true)
+        let file = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/buy/*"}]}]},"webcredentials":{"apps":["ABCDE12345.com.example.app"]}}"#
+        try Data(file.utf8).write(to: site.appendingPathComponent(".well-known/apple-app-site-association"))
+        let nginx = try await NginxServer.start(hosts: [
+            NginxVirtualHost(certificate: try ca.leaf(for: ["example.com"]), serverNames: ["example.com"], documentRoot: site.path,
+                             directives: ["location ~ apple-app-site-association$ { default_type application/json; }"]),
+        ], http2: false)
+        defer { nginx.stop() }
+        let entitlements = root.appendingPathComponent("App.entitlements")
+        let plist: [String: Any] = [
+            "application-identifier": "ABCDE12345.com.example.app",
+            "com.apple.developer.associated-domains": ["webcredentials:example.com", "applinks:example.com"],
+        ]
+        try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0).write(to: entitlements)
+        let network = ["--cacert", ca.caCertPath, "--connect-to", nginx.connectTo, "--allow-private", "--retry-delays", ""]
+
+        let first = try ToolRunner.run(["match", "https://example.com/buy/1", "--entitlements", entitlements.path] + network, cache: cache.path)
+        #expect(first.status == 0, "exit \(first.status)\nstdout: \(first.stdout)\nstderr: \(first.stderr.prefix(2000))")
+        #expect(first.stdout.hasPrefix("match ") && first.stdout.contains("https://example.com/buy/1"), "\(first.stdout)")
+        #expect(!first.stderr.contains("Fatal error"))
+
+        // The host and the entry that needs it were recorded; a second run uses the stored file.
+        let show = try ToolRunner.run(["show", "example.com", "--json"], cache: cache.path)
+        #expect(show.status == 0, "\(show.stderr)")
+        let record = try #require((try show.json()["hosts"] as? [[String: Any]])?.first)
+        #expect((record["entries"] as? [[String: Any]])?.compactMap { $0["entry"] as? String } == ["applinks:example.com"])
+        let logged = nginx.requests().count
+        let second = try ToolRunner.run(["match", "https://example.com/buy/2", "--entitlements", entitlements.path] + network, cache: cache.path)
+        #expect(second.status == 0, "\(second.stdout)\n\(second.stderr.prefix(2000))")
+        #expect(nginx.requests().count == logged, "the stored approved file was used")
+    }
+}

@@ -155,4 +155,18 @@ struct DomainPrioritizerTests {
         let otherRegion = FetchPlan(entries: entries, prioritizer: DomainPrioritizer(region: "DE"))
         #expect(otherRegion.fetches.map(\.host) == ["c.com", "e.org", "g.net", "a.de", "b.cn", "d.xn--fiqs8s", "f.io"])
     }
+
+    /// A plan built from a filtered list (as `match` keeps only the `applinks` entries) points at
+    /// positions in its own entries, not at the entries' indexes in the original list.
+    @Test func planOfAFilteredListIndexesItsOwnEntries() {
+        let all = EntryParser().parse(["webcredentials:example.com", "applinks:example.com", "webcredentials:b.com", "applinks:*.b.com"])
+        let applinks = all.filter { $0.service == .applinks }
+        #expect(applinks.map(\.index) == [1, 3])
+        let plan = FetchPlan(entries: applinks, prioritizer: DomainPrioritizer(region: nil))
+        #expect(plan.fetches.map(\.host) == ["example.com", "b.com"])
+        #expect(plan.fetches.map(\.entryIndexes) == [[0], [1]])
+        for fetch in plan.fetches {
+            #expect(fetch.entryIndexes.allSatisfy { plan.entries.indices.contains($0) && plan.entries[$0].host == fetch.host })
+        }
+    }
 }

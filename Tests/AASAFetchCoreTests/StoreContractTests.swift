@@ -1,4 +1,5 @@
 import AASAFetchCore
+import CurlTransport
 import AASAFetchTestSupport
 import Foundation
 import PostgresClient
@@ -50,6 +51,7 @@ enum StoreContract {
         ("forget removes host, entries and history", forget),
         ("registering again keeps state; nextDue", registerAgain),
         ("odd text and binary bodies round-trip", oddValues),
+        ("refresh fetches each row over its own route, with its own validators", refreshPerRoute),
     ]
 
     static let names = checks.map(\.name)
@@ -224,6 +226,63 @@ enum StoreContract {
         #expect(state.nextCheck == t0.addingTimeInterval(86400.5))
         #expect(state.validators.etag == "W/\"a,b\"")
         #expect(try await store.history(of: key(host), limit: 5).first?.detail.reason == "ünïcödé ✔")
+    }
+}
+
+extension StoreContract {
+    /// A store holding one host on both routes (a `?mode=developer` entry next to a plain one,
+    /// recorded by `fetch --route cdn`) and a CDN-only host: a ``RefreshJob`` over a scripted
+    /// transport fetches every row over its own route, asks each conditionally with that row's
+    /// own `ETag`, and records each result on its row.
+    static func refreshPerRoute(_ fixture: ContractStore) async throws {
+        let store = fixture.store
+        let base = "https://cdn.test/a/v1/"
+        let rows = [HostKey(host: "both.example", route: .cdn), HostKey(host: "both.example", route: .origin),
+                    HostKey(host: "cdn.example", route: .cdn)]
+        _ = try await store.register(
+            hosts: rows.map { HostRegistration(key: $0, tier: 0) },
+            needs: rows.map { EntryNeed(entry: "applinks:\($0.host)\($0.route == .origin ? "?mode=developer" : "")", service: .applinks,
+                                        host: $0.host, route: $0.route, appID: appID) },
+            now: t0)
+        let transport = ScriptedTransport()
+        let urls = [rows[0]: base + "both.example", rows[1]: "https://both.example/.well-known/apple-app-site-association",
+                    rows[2]: base + "cdn.example"]
+        for (key, url) in urls {
+            let etag = "\"\(key.host)-\(key.route.rawValue)\""
+            transport.on(url, when: { $0.header("If-None-Match") == etag }, .status(304, headers: [("ETag", etag)]))
+            transport.on(url, .json(RefreshPolicyTests.good, headers: [("ETag", etag)]))
+        }
+        var options = FetchOptions()
+        options.retryDelays = []
+        let job = RefreshJob(store: store, fetcher: AASAFetcher(transport: transport, options: options),
+                             cdn: CDNFetcher(transport: transport, options: options, base: base),
+                             prioritizer: DomainPrioritizer(region: nil), owner: "job", batchSize: 10, leaseSeconds: 600)
+
+        let first = try await job.run(now: { t0 })
+        #expect(Set(first.hosts.map(\.key)) == Set(rows))
+        #expect(first.hosts.allSatisfy { $0.outcome == .approved && $0.httpStatus == 200 }, "\(first.hosts)")
+        #expect(transport.requests.count == 3, "one request per row, none elsewhere: \(transport.requests.map(\.url))")
+        #expect(Set(transport.requests.map(\.url)) == Set(urls.values))
+        #expect(transport.requests(to: base + "both.example").allSatisfy { $0.httpVersion == .http2 })
+        #expect(transport.requests(to: urls[rows[1]]!).allSatisfy { $0.httpVersion == .http1_1 })
+        var states = try await store.states(of: rows)
+        for key in rows {
+            #expect(states[key]?.validators.etag == "\"\(key.host)-\(key.route.rawValue)\"", "\(key)")
+            #expect(states[key]?.lastResult?.fetchedAt == t0, "\(key)")
+            #expect(states[key]?.lease == nil, "\(key)")
+        }
+
+        let later = t0.addingTimeInterval(2 * 86400)
+        let second = try await job.run(now: { later })
+        #expect(Set(second.hosts.map(\.key)) == Set(rows))
+        #expect(second.hosts.allSatisfy { $0.outcome == .notModified && $0.httpStatus == 304 }, "\(second.hosts)")
+        #expect(second.leasedElsewhere == 0)
+        for (key, url) in urls {
+            #expect(transport.requests(to: url).last?.header("If-None-Match") == "\"\(key.host)-\(key.route.rawValue)\"", "\(key)")
+        }
+        states = try await store.states(of: rows)
+        #expect(rows.allSatisfy { states[$0]?.lastResult?.fetchedAt == later && states[$0]?.lastResult?.httpStatus == 304 && states[$0]?.lease == nil })
+        #expect(try await store.claimDue(now: later, limit: 10, leaseSeconds: 600, owner: "next").hosts.isEmpty)
     }
 }
 

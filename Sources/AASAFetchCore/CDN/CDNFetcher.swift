@@ -51,10 +51,12 @@ public struct CDNFetcher: Sendable {
     }
 
     /// Fetches one host's file from the CDN (retrying transient failures as the origin route does).
-    public func fetch(host: String, startOrder: Int = 0) async -> HostFetchResult {
+    /// With `conditional` (a refresh of a stored CDN copy), the request carries its validators and
+    /// a 304 is judged on the stored copy (`ok`, HTTP status 304).
+    public func fetch(host: String, startOrder: Int = 0, conditional: ConditionalRequest? = nil) async -> HostFetchResult {
         let url = url(for: host)
         var attempts: [FetchAttempt] = []
-        let outcome = await fetcher.fetchWithRetries(url: url, attempts: &attempts)
+        let outcome = await fetcher.fetchWithRetries(url: url, attempts: &attempts, conditional: conditional)
         var result = judge(outcome, host: host, url: url)
         result.attempts = attempts
         result.startOrder = startOrder
@@ -76,7 +78,7 @@ public struct CDNFetcher: Sendable {
             var result: HostFetchResult
             if response.status == 200 {
                 result = fetcher.evaluate(outcome, host: host, url: url)
-                if result.code == "ok" {
+                if result.code == "ok", case .response = outcome {
                     result.reason = "the CDN serves a copy (\(headers.cacheSummary))"
                 }
             } else {

@@ -1,19 +1,60 @@
 import Foundation
 import Glibc
 
+/// The two socket-level checks `diagnose` makes before its download (its `dns` and `tcp` steps):
+/// every address of a host and a bare TCP connect. ``SystemNetworkProbe`` makes them for real;
+/// unit tests of the diagnosis script them.
+public protocol NetworkProbing: Sendable {
+    /// Every address `host` resolves to (IPv4 and IPv6, deduplicated, in resolver order), or the
+    /// resolver's words.
+    func resolve(_ host: String) async -> Result<[String], NetworkProbeError>
+    /// Connects to `address`:`port` (a numeric address) and closes at once.
+    func connect(address: String, port: Int, timeout: Double) async -> NetworkConnectOutcome
+}
+
+/// What a TCP connect attempt gave.
+public enum NetworkConnectOutcome: Sendable, Equatable {
+    /// Connected after this many milliseconds.
+    case connected(milliseconds: Int)
+    /// Refused or unreachable, with the system's words.
+    case failed(String)
+    /// No answer within the timeout.
+    case timedOut
+}
+
+/// A resolver failure.
+public struct NetworkProbeError: Error, Sendable, Equatable {
+    /// The resolver's words.
+    public var message: String
+
+    /// Creates an error.
+    public init(message: String) {
+        self.message = message
+    }
+}
+
+/// The real probe: `getaddrinfo` and a non-blocking `connect`, each on a thread of its own.
+public struct SystemNetworkProbe: NetworkProbing {
+    /// Creates the probe.
+    public init() {}
+
+    public func resolve(_ host: String) async -> Result<[String], NetworkProbeError> {
+        await NetworkProbe.resolve(host)
+    }
+
+    public func connect(address: String, port: Int, timeout: Double) async -> NetworkConnectOutcome {
+        await NetworkProbe.connect(address: address, port: port, timeout: timeout)
+    }
+}
+
 /// The two socket-level checks of `diagnose` that libcurl does not expose step by step: every
 /// address of a host (`getaddrinfo`) and a bare TCP connect with a timeout. The only file of the
 /// core that calls the C library directly; nothing of it leaks out (strings and numbers only).
 enum NetworkProbe {
     /// What a TCP connect attempt gave.
-    enum ConnectOutcome: Sendable, Equatable {
-        /// Connected after this many milliseconds.
-        case connected(milliseconds: Int)
-        /// Refused or unreachable, with the system's words.
-        case failed(String)
-        /// No answer within the timeout.
-        case timedOut
-    }
+    typealias ConnectOutcome = NetworkConnectOutcome
+    /// A resolver failure.
+    typealias ProbeError = NetworkProbeError
 
     /// Every address `host` resolves to (IPv4 and IPv6, deduplicated, in resolver order), or the
     /// resolver's error text. Runs off the cooperative thread pool.
@@ -32,12 +73,6 @@ enum NetworkProbe {
         var v4 = in_addr()
         var v6 = in6_addr()
         return inet_pton(AF_INET, bare, &v4) == 1 || inet_pton(AF_INET6, bare, &v6) == 1
-    }
-
-    /// A resolver failure.
-    struct ProbeError: Error, Sendable, Equatable {
-        /// The resolver's words.
-        var message: String
     }
 
     private static func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {

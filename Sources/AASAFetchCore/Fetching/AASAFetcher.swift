@@ -16,7 +16,8 @@ public struct AASAFetcher: Sendable {
     /// (a third of its time on a 2-core machine before). Timeouts start when a transfer starts.
     public static let admissionDepth = 2
 
-    private let transport: any HTTPTransferring
+    /// The transport (a CDN fetcher for the same run shares it).
+    let transport: any HTTPTransferring
     /// The download options.
     public let options: FetchOptions
 
@@ -26,20 +27,18 @@ public struct AASAFetcher: Sendable {
         self.options = options
     }
 
-    /// Fetches every planned host, admitting downloads in plan order with at most
-    /// `options.concurrency` in flight. Results come back in plan order.
+    /// Fetches every planned host from its origin, admitting downloads in plan order with at most
+    /// `options.concurrency` in flight. Results come back in plan order. (Conditional requests and
+    /// CDN rows: ``RouteFetcher``, which keys stored files by host and route.)
     ///
-    /// - Parameters:
-    ///   - conditions: per host, a stored approved file to ask for conditionally (refresh).
-    ///   - progress: called after each host finishes, with the count done and the result.
+    /// - Parameter progress: called after each host finishes, with the count done and the result.
     public func fetchAll(
         _ fetches: [PlannedFetch],
-        conditions: [String: ConditionalRequest] = [:],
         progress: @escaping @Sendable (Int, HostFetchResult) -> Void = { _, _ in }
     ) async -> [HostFetchResult] {
         var results: [HostFetchResult?] = Array(repeating: nil, count: fetches.count)
         var done = 0
-        await fetchEach(fetches, conditions: conditions) { result in
+        await fetchEach(fetches) { result in
             results[result.startOrder] = result
             done += 1
             progress(done, result)
@@ -50,23 +49,18 @@ public struct AASAFetcher: Sendable {
         }
     }
 
-    /// Fetches every planned host like ``fetchAll(_:conditions:progress:)`` but hands each result
+    /// Fetches every planned host like ``fetchAll(_:progress:)`` but hands each result
     /// to `handle` as soon as it is ready (in completion order; ``HostFetchResult/startOrder`` is its
     /// position in the plan) and keeps none, so memory does not grow with the number of hosts.
     /// The next download is admitted before `handle` runs, so the window stays full.
-    public func fetchEach(
-        _ fetches: [PlannedFetch],
-        conditions: [String: ConditionalRequest] = [:],
-        handle: (HostFetchResult) async -> Void
-    ) async {
+    public func fetchEach(_ fetches: [PlannedFetch], handle: (HostFetchResult) async -> Void) async {
         await SlidingWindow.run(count: fetches.count, limit: options.concurrency * Self.admissionDepth, work: { position in
-            let planned = fetches[position]
-            return await self.fetch(host: planned.host, startOrder: position, conditional: conditions[planned.host])
+            await self.fetch(host: fetches[position].host, startOrder: position)
         }, handle: handle)
     }
 
     /// Fetches hosts pulled one at a time from `next` (in start order, as slots free up; `nil` ends
-    /// the input) like ``fetchEach(_:conditions:handle:)``: a run over a list of any length reads
+    /// the input) like ``fetchEach(_:handle:)``: a run over a list of any length reads
     /// its hosts a page at a time and never holds the whole plan. A result's
     /// ``HostFetchResult/startOrder`` is the position in which `next` gave its host.
     public func fetchEach(next: () -> String?, handle: (HostFetchResult) async -> Void) async {
@@ -83,12 +77,18 @@ public struct AASAFetcher: Sendable {
     /// Fetches one host's file from the origin: `.well-known`, then the legacy root path on 404.
     ///
     /// With `conditional`, the requests carry its validators and a 304 answer is judged on its
-    /// stored file (`ok`, HTTP status 304).
+    /// stored file (`ok`, HTTP status 304). After a 403, one more request with another user agent
+    /// (``UserAgentCheck``): when that one gets the file, the result keeps its code
+    /// (`http-client-error`, what Apple's crawler sees) and gains the `user-agent-blocked` warning.
     public func fetch(host: String, startOrder: Int = 0, conditional: ConditionalRequest? = nil) async -> HostFetchResult {
         var attempts: [FetchAttempt] = []
         let wellKnownURL = "https://\(host)\(Self.wellKnownPath)"
         let primary = await fetchWithRetries(url: wellKnownURL, attempts: &attempts, conditional: conditional)
         var result = evaluate(primary, host: host, url: wellKnownURL)
+        if case .response(let response, _) = primary, response.status == 403, !Task.isCancelled,
+           let finding = await UserAgentCheck.afterForbidden(url: wellKnownURL, agent: options.userAgent, options: options, transport: transport) {
+            result.findings.append(finding)
+        }
 
         if case .response(let response, _) = primary, response.status == 404 {
             let rootURL = "https://\(host)\(Self.legacyRootPath)"

@@ -275,23 +275,30 @@ public enum AssociationJudge {
         verdict.associated = false
         verdict.code = "app-not-listed"
         for appID in missing {
-            let elsewhere = document.services.filter { $0 != service && document.appIDs(for: $0).contains(appID) }
-            var message = "\(appID) is not listed for \(service.name) in the file of \(result.host)"
-            if !elsewhere.isEmpty {
-                message += " (it is listed only under \(elsewhere.map(\.name).joined(separator: ", ")))"
-            } else if !document.services.contains(service) {
-                message += " (the file has no \(service.name) section)"
-            } else if !listed.isEmpty {
-                message += " (it lists \(listed.joined(separator: ", ")))"
-            }
-            verdict.findings.append(.error(
-                "app-not-listed", message, location: verdict.entry.raw,
-                fix: service == .applinks
-                    ? "add \"\(appID)\" to the appIDs of a detail under applinks.details"
-                    : "add \"\(appID)\" to \(service.name).apps"
-            ))
+            verdict.findings.append(notListed(appID, service: service, document: document, host: result.host, location: verdict.entry.raw))
         }
         return verdict
+    }
+
+    /// The `app-not-listed` finding for an app ID the file of `host` does not list for `service`:
+    /// where else it is listed, or what the file lists instead, and what to add.
+    public static func notListed(_ appID: String, service: Service, document: AASADocument, host: String, location: String?) -> Finding {
+        let listed = document.appIDs(for: service)
+        let elsewhere = document.services.filter { $0 != service && document.appIDs(for: $0).contains(appID) }
+        var message = "\(appID) is not listed for \(service.name) in the file of \(host)"
+        if !elsewhere.isEmpty {
+            message += " (it is listed only under \(elsewhere.map(\.name).joined(separator: ", ")))"
+        } else if !document.services.contains(service) {
+            message += " (the file has no \(service.name) section)"
+        } else if !listed.isEmpty {
+            message += " (it lists \(listed.joined(separator: ", ")))"
+        }
+        return .error(
+            "app-not-listed", message, location: location,
+            fix: service == .applinks
+                ? "add \"\(appID)\" to the appIDs of a detail under applinks.details"
+                : "add \"\(appID)\" to \(service.name).apps"
+        )
     }
 
     private static func domainReport(planned: PlannedFetch, result: HostFetchResult, verdicts: [EntryVerdict]) -> DomainReport {

@@ -14,7 +14,8 @@ public struct PlannedFetch: Sendable, Hashable, Codable {
     public var route: Route
     /// The priority tier (0 first).
     public var tier: Int
-    /// Indexes of the entitlement entries this download serves.
+    /// Positions in ``FetchPlan/entries`` of the entries this download serves (not their
+    /// ``AssociatedDomainEntry/index``: a plan may be built from a filtered list).
     public var entryIndexes: [Int]
 
     /// Creates a planned fetch.
@@ -35,15 +36,17 @@ public struct FetchPlan: Sendable, Hashable {
     public var fetches: [PlannedFetch]
 
     /// Builds the plan for parsed entries. Each distinct host is fetched once however many
-    /// entries (services, wildcards, modes) need it.
+    /// entries (services, wildcards, modes) need it. A fetch's ``PlannedFetch/entryIndexes`` are
+    /// positions in `entries`, whatever the entries' own indexes (`match` plans only the
+    /// `applinks` entries of a list).
     public init(entries: [AssociatedDomainEntry], prioritizer: DomainPrioritizer, route: Route = .origin) {
         self.entries = entries
         var order: [String] = []
         var byHost: [String: [Int]] = [:]
-        for entry in entries {
+        for (position, entry) in entries.enumerated() {
             guard let host = entry.host else { continue }
             if byHost[host] == nil { order.append(host) }
-            byHost[host, default: []].append(entry.index)
+            byHost[host, default: []].append(position)
         }
         let unsorted = order.enumerated().map { position, host in
             (position, PlannedFetch(host: host, route: route, tier: prioritizer.tier(of: host), entryIndexes: byHost[host] ?? []))

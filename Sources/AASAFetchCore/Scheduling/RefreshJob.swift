@@ -263,8 +263,10 @@ public struct StoreRecorder: Sendable {
 public struct RefreshJob: Sendable {
     /// The store.
     public let store: any AssociationStore
-    /// The downloader (admission in priority order, global concurrency, one connection per host).
+    /// The downloader of origin rows (admission in priority order, global concurrency).
     public let fetcher: AASAFetcher
+    /// The downloader of CDN rows (those recorded by `fetch --route cdn`).
+    public let cdn: CDNFetcher
     /// The refresh policy.
     public let policy: RefreshPolicy
     /// Orders each batch (tier of the current region, then the store's order).
@@ -276,13 +278,15 @@ public struct RefreshJob: Sendable {
     /// How long a lease lasts; must outlast a batch's downloads.
     public let leaseSeconds: TimeInterval
 
-    /// Creates a job.
+    /// Creates a job. Each leased row is fetched over its own route: origin rows with `fetcher`,
+    /// CDN rows with `cdn` (by default Apple's CDN over `fetcher`'s transport and options).
     public init(
-        store: any AssociationStore, fetcher: AASAFetcher, policy: RefreshPolicy = RefreshPolicy(),
+        store: any AssociationStore, fetcher: AASAFetcher, cdn: CDNFetcher? = nil, policy: RefreshPolicy = RefreshPolicy(),
         prioritizer: DomainPrioritizer, owner: String, batchSize: Int, leaseSeconds: TimeInterval
     ) {
         self.store = store
         self.fetcher = fetcher
+        self.cdn = cdn ?? CDNFetcher(transport: fetcher.transport, options: fetcher.options)
         self.policy = policy
         self.prioritizer = prioritizer
         self.owner = owner
@@ -341,15 +345,17 @@ public struct RefreshJob: Sendable {
             .sorted { (prioritizer.tier(of: $0.element.key.host), $0.offset) < (prioritizer.tier(of: $1.element.key.host), $1.offset) }
             .map(\.element)
         var previous: [HostKey: HostState] = [:]
-        var conditions: [String: ConditionalRequest] = [:]
+        // Validators per host and route: a CDN copy and the origin's file are different responses.
+        var conditions: [HostKey: ConditionalRequest] = [:]
         for state in ordered {
             previous[state.key] = state
             if let body = state.approvedBody, !state.validators.isEmpty {
-                conditions[state.key.host] = ConditionalRequest(validators: state.validators, body: body, headers: state.lastApprovedHeaders)
+                conditions[state.key] = ConditionalRequest(validators: state.validators, body: body, headers: state.lastApprovedHeaders)
             }
         }
+        // Each row over its own route, so its result lands on that row (key = host and route).
         let fetches = ordered.map { PlannedFetch(host: $0.key.host, route: $0.key.route, tier: prioritizer.tier(of: $0.key.host), entryIndexes: []) }
-        let fetcher = self.fetcher
+        let fetcher = RouteFetcher(origin: self.fetcher, cdn: cdn)
         let download = Task { await fetcher.fetchAll(fetches, conditions: conditions, progress: progress) }
         let handler = stop.whenStopped { download.cancel() }
         let results = await download.value

@@ -1,0 +1,165 @@
+import CurlTransport
+import Foundation
+
+// The `dns` and `tcp` steps of a diagnosis, on the origin route; the download after them (`tls`,
+// `http`) is in DiagnoserDownloadSteps.swift.
+
+extension Diagnoser.Walk {
+    /// The origin's steps: DNS, a bare TCP connect, then the download (TLS and HTTP).
+    /// - Returns: the download's result (`nil` when a step failed before an answer), the URL for
+    ///   the user-agent check (`nil` when no HTTP answer was reached) and the user agent that matters.
+    mutating func originSteps(host: String, diagnoser: Diagnoser) async -> (result: HostFetchResult?, userAgentURL: String?, userAgent: String) {
+        let options = diagnoser.options
+        var userAgent = options.userAgent
+        if entry.mode != nil, userAgent == FetchOptions().userAgent { userAgent = Diagnoser.deviceUserAgent }
+        let target = ConnectTarget(host: host, port: 443, resolve: options.resolve, connectTo: options.connectTo)
+        guard let usable = await dnsStep(host: host, target: target, diagnoser: diagnoser),
+              await tcpStep(usable, target: target, diagnoser: diagnoser)
+        else {
+            return (nil, nil, userAgent)
+        }
+        return await downloadSteps(host: host, userAgent: userAgent, diagnoser: diagnoser)
+    }
+
+    /// DNS: every address, private ones flagged; --resolve / --connect-to said where they came from.
+    /// - Returns: the addresses to connect to, or `nil` when the step failed.
+    mutating func dnsStep(host: String, target: ConnectTarget, diagnoser: Diagnoser) async -> [String]? {
+        let options = diagnoser.options
+        var dnsDetails: [String] = []
+        if let via = target.connectToEntry {
+            dnsDetails.append("--connect-to \(via): connections to \(host):443 go to \(target.host):\(target.port)")
+        }
+        var addresses: [String]
+        if let fixed = target.fixedAddresses {
+            addresses = fixed
+            dnsDetails.append("address\(fixed.count == 1 ? "" : "es") from --resolve \(target.resolveEntry ?? "")")
+        } else if NetworkProbe.isNumeric(target.host) {
+            addresses = [target.host]
+            dnsDetails.append("address from --connect-to")
+        } else {
+            switch await diagnoser.probe.resolve(target.host) {
+            case .success(let found):
+                addresses = found
+            case .failure(let error):
+                let fix = AASAFetcher.fix(for: .dnsFailure)
+                add(DiagnosisStep(step: "dns", title: "DNS", status: .failed, code: "dns-failure",
+                                  summary: "\(target.host) does not resolve: \(error.message)", details: dnsDetails, fix: fix))
+                return nil
+            }
+        }
+        let privateOnes = addresses.filter(AddressPolicy.isPrivateOrReserved)
+        dnsDetails += addresses.map { "\($0)" + (privateOnes.contains($0) ? " (private or reserved)" : "") }
+        let summary = "\(host) → \(addresses.joined(separator: ", "))"
+            + (target.connectToEntry != nil ? " (via --connect-to)" : (target.fixedAddresses != nil ? " (from --resolve)" : ""))
+        let privateFix = AASAFetcher.fix(for: .privateAddress)
+        if !privateOnes.isEmpty, privateOnes.count == addresses.count, !options.allowPrivateAddresses {
+            add(DiagnosisStep(step: "dns", title: "DNS", status: .failed, code: "private-address",
+                              summary: "\(summary): only private or reserved addresses; Apple's CDN refuses them (SWCERR00202) and so does this tool without --allow-private",
+                              details: dnsDetails, fix: privateFix))
+            return nil
+        } else if !privateOnes.isEmpty, entry.mode == nil {
+            let why = options.allowPrivateAddresses
+                ? "allowed by --allow-private, but Apple's CDN refuses them (SWCERR00202); only ?mode= direct fetches on a device could reach them"
+                : "those are skipped; Apple's CDN refuses them too"
+            add(DiagnosisStep(step: "dns", title: "DNS", status: .warned, code: "private-address",
+                              summary: "\(summary): \(privateOnes.joined(separator: ", ")) private or reserved — \(why)",
+                              details: dnsDetails, fix: privateFix))
+        } else {
+            add(DiagnosisStep(step: "dns", title: "DNS", status: .passed, summary: summary, details: dnsDetails))
+        }
+        return options.allowPrivateAddresses ? addresses : addresses.filter { !privateOnes.contains($0) }
+    }
+
+    /// TCP: a bare connect to each usable address until one answers.
+    /// - Returns: whether one did.
+    mutating func tcpStep(_ usable: [String], target: ConnectTarget, diagnoser: Diagnoser) async -> Bool {
+        let options = diagnoser.options
+        var tcpDetails: [String] = []
+        var connected = false
+        var sawTimeout = false
+        for address in usable {
+            switch await diagnoser.probe.connect(address: address, port: target.port, timeout: options.connectTimeout) {
+            case .connected(let milliseconds):
+                tcpDetails.append("\(address) port \(target.port): connected in \(milliseconds) ms")
+                connected = true
+            case .failed(let reason):
+                tcpDetails.append("\(address) port \(target.port): \(reason)")
+            case .timedOut:
+                sawTimeout = true
+                tcpDetails.append("\(address) port \(target.port): no answer within \(options.connectTimeout) s")
+            }
+            if connected { break }
+        }
+        guard connected else {
+            let code = sawTimeout ? "timeout" : "connect-failure"
+            add(DiagnosisStep(step: "tcp", title: "TCP connect", status: .failed, code: code,
+                              summary: "no TCP connection to \(target.host) port \(target.port)", details: tcpDetails,
+                              fix: sawTimeout ? "open port \(target.port) to every address (a firewall that drops packets?)" : AASAFetcher.fix(for: .connectFailure)))
+            return false
+        }
+        add(DiagnosisStep(step: "tcp", title: "TCP connect", status: .passed, summary: tcpDetails.last ?? "connected",
+                          details: tcpDetails.count > 1 ? tcpDetails : []))
+        return true
+    }
+}
+
+/// Where a connection to HOST:PORT really goes under curl's `--connect-to` and `--resolve`.
+struct ConnectTarget {
+    /// The host connected to (after `--connect-to`).
+    var host: String
+    /// The port connected to.
+    var port: Int
+    /// The `--connect-to` entry used, if any.
+    var connectToEntry: String?
+    /// Addresses given by a `--resolve` entry, if any.
+    var fixedAddresses: [String]?
+    /// The `--resolve` entry used, if any.
+    var resolveEntry: String?
+
+    init(host: String, port: Int, resolve: [String], connectTo: [String]) {
+        self.host = host
+        self.port = port
+        for entry in connectTo {
+            let parts = Self.fields(entry)
+            guard parts.count >= 4 else { continue }
+            guard parts[0].isEmpty || parts[0].lowercased() == host.lowercased(), parts[1].isEmpty || Int(parts[1]) == port else { continue }
+            self.host = parts[2].isEmpty ? host : Self.unbracket(parts[2])
+            self.port = parts[3].isEmpty ? port : (Int(parts[3]) ?? port)
+            connectToEntry = entry
+            break
+        }
+        for entry in resolve {
+            var text = Substring(entry)
+            if text.hasPrefix("-") { continue }
+            if text.hasPrefix("+") { text = text.dropFirst() }
+            let parts = Self.fields(String(text))
+            guard parts.count >= 3, parts[0].lowercased() == self.host.lowercased(), Int(parts[1]) == self.port else { continue }
+            fixedAddresses = parts[2...].joined(separator: ":").split(separator: ",").map { Self.unbracket(String($0)) }
+            resolveEntry = entry
+            break
+        }
+    }
+
+    /// Splits at colons outside brackets.
+    static func fields(_ entry: String) -> [String] {
+        var parts: [String] = []
+        var current = ""
+        var bracket = false
+        for character in entry {
+            if character == "[" { bracket = true }
+            if character == "]" { bracket = false }
+            if character == ":", !bracket {
+                parts.append(current)
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        parts.append(current)
+        return parts
+    }
+
+    static func unbracket(_ text: String) -> String {
+        text.hasPrefix("[") && text.hasSuffix("]") ? String(text.dropFirst().dropLast()) : text
+    }
+}

@@ -1,0 +1,83 @@
+import AASAFetchCore
+import AASAFetchTestSupport
+import Foundation
+import Testing
+
+/// `show` presents the verdict `fetch` gave: a host whose file downloads fine but does not list
+/// the app that needs it is `✘ app-not-listed`, not `✔ ok`; association is judged per app ID.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct ShowVerdictTests {
+    static let app = "ABCDE12345.com.example.app"
+    static let other = "ZYXWV98765.com.example.other"
+    static let listsApp = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/*"}]}]}}"#
+    static let listsOther = #"{"applinks":{"details":[{"appIDs":["ZYXWV98765.com.example.other"],"components":[{"/":"/*"}]}]},"webcredentials":{"apps":["ABCDE12345.com.example.app"]}}"#
+
+    @Test func showGivesTheVerdictFetchGave() async throws {
+        let ca = try TestCA.shared()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-show-verdict-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cache = root.appendingPathComponent("cache").path
+        for (host, body) in [("good.show.test", Self.listsApp), ("other.show.test", Self.listsOther)] {
+            let file = root.appendingPathComponent("sites/\(host)/.well-known/apple-app-site-association")
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(body.utf8).write(to: file)
+        }
+        let nginx = try await NginxServer.start(hosts: [
+            NginxVirtualHost(certificate: try ca.leaf(for: ["*.show.test"]), serverNames: ["*.show.test"],
+                             documentRoot: root.appendingPathComponent("sites").path + "/$host",
+                             directives: ["location ~ apple-app-site-association$ { default_type application/json; }"]),
+        ], http2: false)
+        defer { nginx.stop() }
+        let network = ["--cacert", ca.caCertPath, "--connect-to", nginx.connectTo, "--allow-private", "--retry-delays", ""]
+
+        let fetch = try ToolRunner.run(network + ["--domain", "applinks:good.show.test", "--domain", "applinks:other.show.test",
+                                                  "--app-id", Self.app, "--quiet", "--json"], cache: cache)
+        #expect(fetch.status == 1)
+        let fetched = try fetch.json()
+        #expect(fetched.domain("good.show.test")?["code"] as? String == "ok")
+        #expect(fetched.domain("other.show.test")?["code"] as? String == "app-not-listed")
+
+        // The list: the same marks and codes as fetch.
+        let list = try ToolRunner.run(["show"], cache: cache)
+        #expect(list.status == 0, "\(list.stderr)")
+        let lines = list.stdout.split(separator: "\n").map(String.init)
+        let good = try #require(lines.first { $0.contains("good.show.test") })
+        let other = try #require(lines.first { $0.contains("other.show.test") })
+        #expect(good.hasPrefix("✔") && good.contains("ok 200"), "\(list.stdout)")
+        #expect(other.hasPrefix("✘") && other.contains("app-not-listed 200"), "\(list.stdout)")
+
+        // JSON: the verdict code and, per entry and app ID, the association.
+        let json = try ToolRunner.run(["show", "--json"], cache: cache)
+        let hosts = try #require(try json.json()["hosts"] as? [[String: Any]])
+        let goodRecord = try #require(hosts.first { $0["host"] as? String == "good.show.test" })
+        let otherRecord = try #require(hosts.first { $0["host"] as? String == "other.show.test" })
+        #expect(goodRecord["code"] as? String == "ok")
+        #expect(goodRecord["associated"] as? Bool == true)
+        #expect(otherRecord["code"] as? String == "app-not-listed")
+        #expect(otherRecord["associated"] as? Bool == false)
+        #expect(otherRecord["approved"] as? Bool == true, "the download itself gave an approved file")
+        let associations = try #require(otherRecord["associations"] as? [[String: Any]])
+        #expect(associations.count == 1)
+        #expect(associations.first?["entry"] as? String == "applinks:other.show.test")
+        #expect(associations.first?["appID"] as? String == Self.app)
+        #expect(associations.first?["associated"] as? Bool == false)
+        #expect(associations.first?["code"] as? String == "app-not-listed")
+
+        // One host in detail: the verdict, and which app is not listed.
+        let detail = try ToolRunner.run(["show", "other.show.test"], cache: cache)
+        #expect(detail.status == 0)
+        #expect(detail.stdout.contains("verdict        ✘ app-not-listed"), "\(detail.stdout)")
+        #expect(detail.stdout.contains("\(Self.app) is not listed for applinks"), "\(detail.stdout)")
+
+        // A second app that needs the host and is listed: association per app ID.
+        let second = try ToolRunner.run(network + ["--domain", "applinks:other.show.test", "--app-id", Self.other, "--quiet"], cache: cache)
+        #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
+        let both = try #require((try ToolRunner.run(["show", "other.show.test", "--json"], cache: cache).json()["hosts"] as? [[String: Any]])?.first)
+        let byApp = Dictionary(uniqueKeysWithValues: (both["associations"] as? [[String: Any]] ?? []).map {
+            ($0["appID"] as? String ?? "", $0["associated"] as? Bool)
+        })
+        #expect(byApp == [Self.app: false, Self.other: true])
+        #expect(both["associated"] as? Bool == false, "one app that needs the host is not listed")
+        #expect(both["code"] as? String == "app-not-listed")
+    }
+}

@@ -1,0 +1,331 @@
+import AASAFetchCore
+import AASAFetchTestSupport
+import CurlTransport
+import Foundation
+import Testing
+
+/// The run logic without the network: a ``ScriptedTransport`` answers every request, so each
+/// rule of the pipeline is checked alone — the legacy path after a 404, retries of transient
+/// failures only, the `--cacert` fallback, conditional requests, the CDN route and its codes,
+/// the user-agent check after a 403, and which step ``Diagnoser`` blames for each failure.
+struct RunLogicTests {
+    static let host = "example.com"
+    static let wellKnown = "https://example.com/.well-known/apple-app-site-association"
+    static let legacy = "https://example.com/apple-app-site-association"
+    static let app = RefreshPolicyTests.app
+    static let good = RefreshPolicyTests.good
+
+    static var options: FetchOptions {
+        var options = FetchOptions()
+        options.retryDelays = [0, 0]
+        return options
+    }
+
+    static func fetch(_ transport: ScriptedTransport, options: FetchOptions = options, conditional: ConditionalRequest? = nil) async -> HostFetchResult {
+        await AASAFetcher(transport: transport, options: options).fetch(host: host, conditional: conditional)
+    }
+
+    // MARK: - AASAFetcher
+
+    @Test func legacyPathIsTriedOnlyAfterA404() async {
+        let transport = ScriptedTransport()
+        transport.on(Self.wellKnown, .status(404))
+        transport.on(Self.legacy, .json(Self.good))
+        let result = await Self.fetch(transport)
+        #expect(result.code == "ok")
+        #expect(result.url == Self.legacy)
+        #expect(result.findings.first?.code == "legacy-root-path")
+        #expect(result.attempts.map(\.url) == [Self.wellKnown, Self.legacy])
+
+        let both = ScriptedTransport()
+        both.on(Self.wellKnown, .status(404))
+        both.on(Self.legacy, .status(404))
+        let missing = await Self.fetch(both)
+        #expect(missing.code == "http-client-error")
+        #expect(missing.url == Self.wellKnown, "the verdict rests on the well-known answer")
+        #expect(missing.findings.map(\.code) == ["http-client-error", "legacy-root-path-tried"])
+
+        for status in [403, 410, 500, 301] {
+            let other = ScriptedTransport()
+            other.on(Self.wellKnown, .status(status, headers: [("Location", "https://elsewhere.example/")]))
+            other.on(Self.legacy, .json(Self.good))
+            _ = await Self.fetch(other)
+            #expect(other.requests(to: Self.legacy).isEmpty, "HTTP \(status): no legacy path")
+        }
+    }
+
+    @Test func transientFailuresAreRetriedAndOthersAreNot() async {
+        // 503, then a timeout, then the file: two retries (--retry-delays 0,0) and the file.
+        let recovering = ScriptedTransport()
+        recovering.on(Self.wellKnown, .status(503), .fail(.timeout), .json(Self.good))
+        let recovered = await Self.fetch(recovering)
+        #expect(recovered.code == "ok")
+        #expect(recovered.attempts.map(\.code) == ["ok", "timeout", "ok"])
+        #expect(recovered.attempts.map(\.httpStatus) == [503, nil, 200])
+
+        let busy = ScriptedTransport()
+        busy.on(Self.wellKnown, .status(503))
+        let failed = await Self.fetch(busy)
+        #expect(failed.code == "http-server-error")
+        #expect(busy.requests.count == 3, "one try and two retries")
+
+        let limited = ScriptedTransport()
+        limited.on(Self.wellKnown, .status(429))
+        #expect(await Self.fetch(limited).code == "http-client-error")
+        #expect(limited.requests.count == 3, "429 is retried and keeps http-client-error")
+
+        for answer in [ScriptedTransport.Answer.fail(.dnsFailure), .fail(.connectFailure), .fail(.transferFailure)] {
+            let transport = ScriptedTransport()
+            transport.on(Self.wellKnown, answer)
+            _ = await Self.fetch(transport)
+            #expect(transport.requests.count == 3)
+        }
+        for answer in [ScriptedTransport.Answer.status(403), .status(301), .fail(.tlsExpired), .fail(.privateAddress), .fail(.tooLarge)] {
+            let transport = ScriptedTransport()
+            transport.on(Self.wellKnown, answer)
+            _ = await Self.fetch(transport)
+            #expect(transport.requests.filter { $0.userAgent == FetchOptions().userAgent }.count == 1, "\(answer): not retried")
+        }
+        var none = Self.options
+        none.retryDelays = []
+        let once = ScriptedTransport()
+        once.on(Self.wellKnown, .status(503))
+        _ = await Self.fetch(once, options: none)
+        #expect(once.requests.count == 1, "--retry-delays ''")
+    }
+
+    @Test func extraCAIsTriedFirstThenTheSystemStore() async {
+        var options = Self.options
+        options.extraCAFile = "/tmp/test-ca.pem"
+        // Trusted through --cacert: the result says it relies on it.
+        let custom = ScriptedTransport()
+        custom.on(Self.wellKnown, when: { $0.caFile == "/tmp/test-ca.pem" }, .json(Self.good))
+        let viaCustom = await Self.fetch(custom, options: options)
+        #expect(viaCustom.code == "ok" && viaCustom.reliesOnExtraCA)
+        #expect(custom.requests.count == 1)
+
+        // Untrusted there, trusted by the system store: a second request without it.
+        let system = ScriptedTransport()
+        system.on(Self.wellKnown, when: { $0.caFile != nil }, .fail(.tlsUntrusted))
+        system.on(Self.wellKnown, .json(Self.good))
+        let viaSystem = await Self.fetch(system, options: options)
+        #expect(viaSystem.code == "ok" && !viaSystem.reliesOnExtraCA)
+        #expect(system.requests.map(\.caFile) == ["/tmp/test-ca.pem", nil])
+
+        // Untrusted by both: tls-untrusted, and no retry (not transient).
+        let neither = ScriptedTransport()
+        neither.on(Self.wellKnown, .fail(.tlsUntrusted))
+        #expect(await Self.fetch(neither, options: options).code == "tls-untrusted")
+        #expect(neither.requests.count == 2)
+
+        // Another TLS failure under --cacert is not tried against the system store.
+        let expired = ScriptedTransport()
+        expired.on(Self.wellKnown, .fail(.tlsExpired))
+        #expect(await Self.fetch(expired, options: options).code == "tls-expired")
+        #expect(expired.requests.count == 1)
+
+        // Without --cacert, every request uses the system store only.
+        let plain = ScriptedTransport()
+        plain.on(Self.wellKnown, .json(Self.good))
+        _ = await Self.fetch(plain)
+        #expect(plain.requests.map(\.caFile) == [nil])
+    }
+
+    @Test func aConditionalRequestJudgesA304OnTheStoredFile() async {
+        let conditional = ConditionalRequest(validators: CacheValidators(etag: "\"v1\"", lastModified: "Tue, 01 Dec 2026 00:00:00 GMT"),
+                                             body: Array(Self.good.utf8), headers: [HTTPHeader(name: "Content-Type", value: "application/json")])
+        let transport = ScriptedTransport()
+        transport.on(Self.wellKnown, when: { $0.header("If-None-Match") == "\"v1\"" }, .status(304, headers: [("Cache-Control", "max-age=7200")]))
+        let result = await Self.fetch(transport, conditional: conditional)
+        #expect(result.code == "ok")
+        #expect(result.httpStatus == 304)
+        #expect(result.body == Array(Self.good.utf8))
+        #expect(result.headers.contains { $0.name == "Cache-Control" && $0.value == "max-age=7200" }, "the 304's headers update the stored ones")
+        #expect(transport.requests.first?.header("If-Modified-Since") == "Tue, 01 Dec 2026 00:00:00 GMT")
+    }
+
+    @Test func aForbiddenAnswerIsCheckedOnceWithAnotherUserAgent() async {
+        let blocking = ScriptedTransport()
+        blocking.on(Self.wellKnown, when: { $0.userAgent == "AASA-Bot/1.0.0" }, .status(403))
+        blocking.on(Self.wellKnown, .json(Self.good))
+        let blocked = await Self.fetch(blocking)
+        #expect(blocked.code == "http-client-error", "the code Apple's crawler gets")
+        let warning = blocked.findings.first { $0.code == "user-agent-blocked" }
+        #expect(warning?.severity == .warning)
+        #expect(warning?.message == "AASA-Bot/1.0.0 gets HTTP 403 while browser gets HTTP 200")
+        #expect(blocking.requests.map(\.userAgent) == ["AASA-Bot/1.0.0", UserAgentCheck.browserUserAgent])
+        #expect(blocked.attempts.count == 1, "the check is not one of the file's attempts")
+
+        let everyone = ScriptedTransport()
+        everyone.on(Self.wellKnown, .status(403))
+        #expect(!(await Self.fetch(everyone)).findings.contains { $0.code == "user-agent-blocked" })
+        #expect(everyone.requests.count == 2)
+
+        // A run that already sends the browser's agent checks with the device's.
+        var browser = Self.options
+        browser.userAgent = UserAgentCheck.browserUserAgent
+        let asBrowser = ScriptedTransport()
+        asBrowser.on(Self.wellKnown, when: { $0.userAgent == UserAgentCheck.browserUserAgent }, .status(403))
+        asBrowser.on(Self.wellKnown, .json(Self.good))
+        #expect((await Self.fetch(asBrowser, options: browser)).findings.contains { $0.code == "user-agent-blocked" })
+        #expect(asBrowser.requests.last?.userAgent == UserAgentCheck.deviceUserAgent)
+    }
+
+    // MARK: - CDN route
+
+    static let cdnBase = "https://cdn.test/a/v1/"
+
+    @Test func theCDNRouteDecodesTheCDNsAnswers() async {
+        let transport = ScriptedTransport()
+        let cdn = CDNFetcher(transport: transport, options: Self.options, base: Self.cdnBase)
+        transport.on(Self.cdnBase + "ok.test", .json(Self.good, headers: [("Age", "120"), ("Cache-Control", "max-age=3600,public")]))
+        transport.on(Self.cdnBase + "blocked.test", .status(404, headers: [
+            ("Apple-Failure-Reason", "SWCERR00101 Bad HTTP Response: 403 Forbidden"),
+            ("Apple-Failure-Details", #"{"status":"403 Forbidden"}"#), ("Cache-Control", "max-age=3600,public"),
+        ]))
+        transport.on(Self.cdnBase + "nocopy.test", .status(404))
+        transport.on(Self.cdnBase + "unknown.test", .status(405))
+        transport.on(Self.cdnBase + "busy.test", .status(503), .status(503), .json(Self.good))
+        transport.on(Self.cdnBase + "down.test", .fail(.connectFailure))
+
+        let ok = await cdn.fetch(host: "ok.test")
+        #expect(ok.code == "ok" && ok.route == .cdn && ok.cdn?.age == 120)
+        let blocked = await cdn.fetch(host: "blocked.test")
+        #expect(blocked.code == "cdn-origin-failure")
+        #expect(blocked.cdn?.swcError == "SWCERR00101" && blocked.cdn?.originStatus == 403)
+        #expect(blocked.findings.first?.fix?.contains("AASA-Bot") == true)
+        #expect(await cdn.fetch(host: "nocopy.test").code == "cdn-not-found")
+        #expect(await cdn.fetch(host: "unknown.test").code == "cdn-unknown-domain")
+        let busy = await cdn.fetch(host: "busy.test")
+        #expect(busy.code == "ok" && busy.attempts.count == 3, "transient CDN failures are retried")
+        #expect(await cdn.fetch(host: "down.test").code == "cdn-unreachable")
+        #expect(transport.requests.allSatisfy { $0.httpVersion == .http2 && $0.userAgent == "AASA-Bot/1.0.0" })
+        #expect(!transport.requests.contains { $0.url.contains("/.well-known/") }, "the CDN route never asks the origin")
+    }
+
+    @Test func aRouteFetcherSendsEachFetchOverItsRouteWithItsOwnValidators() async {
+        let transport = ScriptedTransport()
+        let fetcher = RouteFetcher(origin: AASAFetcher(transport: transport, options: Self.options),
+                                   cdn: CDNFetcher(transport: transport, options: Self.options, base: Self.cdnBase))
+        transport.on(Self.wellKnown, when: { $0.header("If-None-Match") == "\"origin\"" }, .status(304))
+        transport.on(Self.cdnBase + Self.host, when: { $0.header("If-None-Match") == "\"cdn\"" }, .status(304))
+        let stored = Array(Self.good.utf8)
+        let conditions = [
+            HostKey(host: Self.host, route: .origin): ConditionalRequest(validators: CacheValidators(etag: "\"origin\""), body: stored, headers: []),
+            HostKey(host: Self.host, route: .cdn): ConditionalRequest(validators: CacheValidators(etag: "\"cdn\""), body: stored, headers: []),
+        ]
+        let fetches = [PlannedFetch(host: Self.host, route: .cdn, tier: 0, entryIndexes: []),
+                       PlannedFetch(host: Self.host, route: .origin, tier: 0, entryIndexes: [])]
+        let results = await fetcher.fetchAll(fetches, conditions: conditions)
+        #expect(results.map(\.route) == [.cdn, .origin])
+        #expect(results.map(\.httpStatus) == [304, 304])
+        #expect(results.map(\.code) == ["ok", "ok"])
+        #expect(transport.requests.count == 2)
+    }
+
+    // MARK: - Which step the diagnosis blames
+
+    static let address = "93.184.215.14"
+
+    static func diagnose(
+        _ entry: String = "applinks:example.com", transport: ScriptedTransport, probe: ScriptedNetworkProbe? = nil,
+        route: RouteChoice = .origin, options: FetchOptions = options
+    ) async -> Diagnosis {
+        let parsed = EntryParser().parse([entry])[0]
+        let diagnoser = Diagnoser(transport: transport, options: options, route: route, cdnBase: cdnBase,
+                                  probe: probe ?? ScriptedNetworkProbe(addresses: [host: [address]]))
+        return await diagnoser.diagnose(parsed, appIDs: [app])
+    }
+
+    static func blame(_ diagnosis: Diagnosis) -> String {
+        "\(diagnosis.failedStep ?? "none") \(diagnosis.code)"
+    }
+
+    @Test func theDiagnosisBlamesTheStepThatFailed() async {
+        let otherApp = RefreshPolicyTests.other
+        let origin: [(String, ScriptedTransport.Answer, String)] = [
+            ("redirect", .status(301, headers: [("Location", "https://www.example.com/")]), "http http-redirect"),
+            ("not found", .status(404), "http http-client-error"),
+            ("server error", .status(503), "http http-server-error"),
+            ("reset mid-body", .fail(.transferFailure, "Recv failure: Connection reset by peer"), "http transfer-failure"),
+            ("stall after headers", .fail(.timeout, "Operation timed out after 2001 milliseconds with 10 out of 1000 bytes received"), "http timeout"),
+            ("handshake timeout", .fail(.timeout, "Connection timed out after 1001 milliseconds"), "tls timeout"),
+            ("handshake broken", .fail(.transferFailure, "OpenSSL SSL_connect: SSL_ERROR_SYSCALL"), "tls transfer-failure"),
+            ("too large", .fail(.tooLarge), "http too-large"),
+            ("HTML", .status(200, headers: [("Content-Type", "text/html")], body: "<!DOCTYPE html><html></html>"), "json invalid-json"),
+            ("not a file", .json(#"{"hello":"world"}"#), "structure not-an-association-file"),
+            ("another app", .json(otherApp), "association app-not-listed"),
+            ("approved", .json(Self.good), "none ok"),
+        ]
+        for (name, answer, expected) in origin {
+            let transport = ScriptedTransport(fallback: .json(Self.good))
+            transport.on(Self.wellKnown, answer)
+            transport.on(Self.legacy, .status(404))
+            let diagnosis = await Self.diagnose(transport: transport)
+            #expect(Self.blame(diagnosis) == expected, "\(name): \(diagnosis.steps.map { "\($0.step):\($0.status.rawValue):\($0.code)" })")
+        }
+    }
+
+    @Test func theDiagnosisBlamesNameResolutionConnectAndTLS() async {
+        let good = ScriptedTransport()
+        good.on(Self.wellKnown, .json(Self.good))
+        #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe())) == "dns dns-failure")
+        #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe(addresses: [Self.host: ["10.0.0.7"]])))
+                == "dns private-address")
+        #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe(
+            addresses: [Self.host: [Self.address]], connects: [Self.address: .failed("Connection refused")]))) == "tcp connect-failure")
+        #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe(
+            addresses: [Self.host: [Self.address]], connects: [Self.address: .timedOut]))) == "tcp timeout")
+        #expect(good.requests.isEmpty, "nothing is downloaded before DNS and TCP pass")
+
+        // A certificate that does not name the host: the unverified second look says so.
+        let leaf = PeerCertificate(subject: "CN=other.example", issuer: "CN=Test CA", notBefore: "Jan  1 00:00:00 2020 GMT",
+                                   notAfter: "Jan  1 00:00:00 2099 GMT", subjectAltNames: ["other.example"])
+        let wrongName = ScriptedTransport()
+        wrongName.on(Self.wellKnown, when: { !$0.verifyPeer },
+                     .response(TransferResponse(status: 200, headers: [], body: Array(Self.good.utf8), url: "", certificates: [leaf])))
+        wrongName.on(Self.wellKnown, .fail(.tlsHostnameMismatch, "SSL: no alternative certificate subject name matches"))
+        let mismatch = await Self.diagnose(transport: wrongName)
+        #expect(Self.blame(mismatch) == "tls tls-hostname-mismatch")
+        #expect(wrongName.requests.contains { !$0.verifyPeer }, "the certificate was fetched unverified, only to show it")
+
+        // Developer mode accepts an untrusted but otherwise valid certificate (a warning).
+        let selfSigned = PeerCertificate(subject: "CN=example.com", issuer: "CN=example.com", notBefore: "Jan  1 00:00:00 2020 GMT",
+                                         notAfter: "Jan  1 00:00:00 2099 GMT", subjectAltNames: ["example.com"])
+        let untrusted = ScriptedTransport()
+        untrusted.on(Self.wellKnown, when: { !$0.verifyPeer },
+                     .response(TransferResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(Self.good.utf8),
+                                                url: "", certificates: [selfSigned])))
+        untrusted.on(Self.wellKnown, .fail(.tlsUntrusted, "self-signed certificate"))
+        #expect(Self.blame(await Self.diagnose(transport: untrusted)) == "tls tls-untrusted")
+        let developer = await Self.diagnose("applinks:example.com?mode=developer", transport: untrusted)
+        #expect(Self.blame(developer) == "none ok")
+        #expect(developer.steps.contains { $0.step == "tls" && $0.status == .warned && $0.code == "tls-untrusted" })
+    }
+
+    @Test func theDiagnosisBlamesTheUserAgentAndTheCDN() async {
+        // The origin refuses only Apple's crawler: the http step's code becomes user-agent-blocked.
+        let botBlock = ScriptedTransport()
+        botBlock.on(Self.wellKnown, when: { $0.userAgent == "AASA-Bot/1.0.0" }, .status(403))
+        botBlock.on(Self.wellKnown, .json(Self.good))
+        let blocked = await Self.diagnose(transport: botBlock)
+        #expect(Self.blame(blocked) == "http user-agent-blocked")
+        #expect(blocked.userAgents.map(\.httpStatus) == [403, 200, 200])
+
+        // --route cdn: the CDN's failure is the cdn step's; SWCERR00101 sends the user-agent check to the origin.
+        let cdn = ScriptedTransport()
+        cdn.on(Self.cdnBase + Self.host, .status(404, headers: [("Apple-Failure-Reason", "SWCERR00101 Bad HTTP Response: 403 Forbidden")]))
+        cdn.on(Self.wellKnown, when: { $0.userAgent == "AASA-Bot/1.0.0" }, .status(403))
+        cdn.on(Self.wellKnown, .json(Self.good))
+        let viaCDN = await Self.diagnose(transport: cdn, route: .cdn)
+        #expect(Self.blame(viaCDN) == "cdn cdn-origin-failure")
+        #expect(viaCDN.steps.contains { $0.step == "user-agent" && $0.code == "user-agent-blocked" })
+        #expect(!viaCDN.steps.contains { $0.step == "dns" }, "the CDN route does not resolve the origin")
+
+        // --route both with a CDN copy that no longer lists the app: cdn-stale blocks.
+        let stale = ScriptedTransport()
+        stale.on(Self.wellKnown, .json(Self.good))
+        stale.on(Self.cdnBase + Self.host, .json(RefreshPolicyTests.other))
+        #expect(Self.blame(await Self.diagnose(transport: stale, route: .both)) == "cdn cdn-stale")
+    }
+}

@@ -1,0 +1,51 @@
+import AASAFetchCore
+import Foundation
+import Testing
+
+/// The verdict `show` gives a stored host is the one a run gives: the download's failure, else
+/// `app-not-listed` per entry and app ID, else `ok`; unjudged without an app ID.
+struct StoredVerdictTests {
+    static let app = RefreshPolicyTests.app
+    static let other = "ZYXWV98765.com.example.other"
+
+    static func need(_ appID: String, service: Service = .applinks) -> EntryNeed {
+        EntryNeed(entry: "\(service.name):example.com", service: service, host: "example.com", appID: appID)
+    }
+
+    @Test func listedAndNotListedPerAppID() {
+        let state = RefreshPolicyTests.state(approved: RefreshPolicyTests.other)
+        let verdict = StoredVerdict(state: state, needs: [Self.need(Self.other), Self.need(Self.app)])
+        #expect(verdict.associated == false)
+        #expect(verdict.code == "app-not-listed")
+        #expect(verdict.associations.map(\.associated) == [true, false])
+        #expect(verdict.associations.map(\.code) == ["ok", "app-not-listed"])
+        #expect(verdict.associations[1].reason == "\(Self.app) is not listed for applinks in the file of example.com (it lists \(Self.other))")
+
+        let listed = StoredVerdict(state: RefreshPolicyTests.state(approved: RefreshPolicyTests.good), needs: [Self.need(Self.app)])
+        #expect(listed.associated == true && listed.code == "ok")
+    }
+
+    @Test func theServiceOfTheEntryDecides() {
+        let file = #"{"webcredentials":{"apps":["ABCDE12345.com.example.app"]},"applinks":{"details":[]}}"#
+        let verdict = StoredVerdict(state: RefreshPolicyTests.state(approved: file),
+                                    needs: [Self.need(Self.app, service: .webcredentials), Self.need(Self.app)])
+        #expect(verdict.associations.map(\.associated) == [true, false])
+        #expect(verdict.associations[1].reason?.contains("listed only under webcredentials") == true)
+    }
+
+    @Test func failuresUnknownAppsAndNeverFetched() {
+        // A failing host keeps its last approved file, but associates nothing (as in a run).
+        let failing = StoredVerdict(state: RefreshPolicyTests.state(approved: RefreshPolicyTests.good, lastCode: "http-server-error"),
+                                    needs: [Self.need(Self.app)])
+        #expect(failing.associated == false && failing.code == "http-server-error")
+        #expect(failing.associations.first?.code == "http-server-error")
+
+        let unknown = StoredVerdict(state: RefreshPolicyTests.state(approved: RefreshPolicyTests.good), needs: [Self.need("")])
+        #expect(unknown.associated == nil && unknown.code == "ok")
+        #expect(unknown.associations.first?.appID == nil)
+
+        let never = StoredVerdict(state: RefreshPolicyTests.state(approved: nil, lastCode: nil), needs: [Self.need(Self.app)])
+        #expect(never.associated == nil && never.code == nil)
+        #expect(never.associations.first?.code == "not-fetched")
+    }
+}
