@@ -93,6 +93,10 @@ struct DiffTests {
                 AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"gone\" removed", before: #"["x"]"#),
                 AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"new\" added", after: "[]"),
                 AASAChange(
+                    kind: "rules-changed", service: .applinks, appID: "ABCDE12345.a.b",
+                    description: "applinks rules for ABCDE12345.a.b changed: 1 added, 1 removed (1 → 1 rules)",
+                    before: #"1. {"/":"/x","caseSensitive":false}"#, after: #"1. {"/":"/x","percentEncoded":false}"#),
+                AASAChange(
                     kind: "defaults-changed", service: .applinks, appID: "ABCDE12345.a.b", description: "detail defaults for ABCDE12345.a.b changed",
                     before: "{}", after: #"{"percentEncoded":false}"#),
             ])

@@ -40,10 +40,15 @@ public struct AASAChange: Sendable, Codable, Hashable {
 ///   `rules-changed` carries the removed rules in `before` and the added ones in `after`, each
 ///   line `N. rule` with N its 1-based position in that app's old or new sequence. A reordering
 ///   shows as a removal and an addition. `paths` ignored because of `components` do not count.
-/// - The `defaults` of the details listing an app that contribute rules, consecutive repeats
-///   collapsed (`defaults-changed` with `appID`, one line per distinct run), the domain
-///   `applinks.defaults` (`defaults-changed` without `appID`), each substitution variable
-///   (`variables-changed`).
+///   Components are compared as the matcher reads them: every key inherited from `defaults`
+///   filled in, and `exclude: false`, `caseSensitive: true`, `percentEncoded: true` and an
+///   ignored `?` dictionary the same as leaving the key out; so moving a key between the
+///   components and `defaults` without changing what it means is no change.
+/// - `defaults` only through the rules: `defaults-changed` (the domain `applinks.defaults`
+///   without `appID`; with `appID` the `defaults` of the details listing it that contribute
+///   rules, consecutive repeats collapsed) is added only when `defaults` differ and rules
+///   changed (of any app for the domain level, of that app for the detail level), to say why.
+/// - Each substitution variable (`variables-changed`).
 ///
 /// Order (deterministic): services in ``Service`` order, added/removed services first; then for
 /// each service in both: domain defaults, variables by name, removed apps, added apps (sorted),
@@ -75,32 +80,34 @@ public enum AASADiff {
             }
         }
         for service in oldServices.intersection(newServices).sorted() {
-            if service == .applinks {
-                changes += domainChanges(old.applinks, new.applinks)
-            }
             let oldApps = old.appIDs(for: service)
             let newApps = new.appIDs(for: service)
             let oldSet = Set(oldApps)
             let newSet = Set(newApps)
+            var perApp: [AASAChange] = []
+            if service == .applinks {
+                for app in oldSet.intersection(newSet).sorted() {
+                    perApp += appChanges(app, old.applinks, new.applinks)
+                }
+                let rulesChanged = perApp.contains { $0.kind == "rules-changed" }
+                changes += domainChanges(old.applinks, new.applinks, rulesChanged: rulesChanged)
+            }
             for app in oldSet.subtracting(newSet).sorted() {
                 changes.append(AASAChange(kind: "app-removed", service: service, appID: app, description: "\(app) removed from \(service.name)"))
             }
             for app in newSet.subtracting(oldSet).sorted() {
                 changes.append(AASAChange(kind: "app-added", service: service, appID: app, description: "\(app) added to \(service.name)"))
             }
-            guard service == .applinks else { continue }
-            for app in oldSet.intersection(newSet).sorted() {
-                changes += appChanges(app, old.applinks, new.applinks)
-            }
+            changes += perApp
         }
         return changes
     }
 
-    static func domainChanges(_ old: AppLinks?, _ new: AppLinks?) -> [AASAChange] {
+    static func domainChanges(_ old: AppLinks?, _ new: AppLinks?, rulesChanged: Bool) -> [AASAChange] {
         var changes: [AASAChange] = []
         let oldDefaults = Canonical.defaults(old?.defaults)
         let newDefaults = Canonical.defaults(new?.defaults)
-        if oldDefaults != newDefaults {
+        if rulesChanged, oldDefaults != newDefaults {
             changes.append(
                 AASAChange(
                     kind: "defaults-changed", service: .applinks, description: "applinks.defaults changed",
@@ -125,18 +132,17 @@ public enum AASADiff {
         var changes: [AASAChange] = []
         let oldDetails = (old?.details ?? []).filter { $0.appIDs.contains(app) }
         let newDetails = (new?.details ?? []).filter { $0.appIDs.contains(app) }
-        let oldRules = oldDetails.flatMap(Canonical.rules)
-        let newRules = newDetails.flatMap(Canonical.rules)
-        if oldRules != newRules {
-            let (removed, added) = SequenceDiff.difference(oldRules, newRules)
-            let before = removed.map { "\($0 + 1). \(oldRules[$0])" }.joined(separator: "\n")
-            let after = added.map { "\($0 + 1). \(newRules[$0])" }.joined(separator: "\n")
-            changes.append(
-                AASAChange(
-                    kind: "rules-changed", service: .applinks, appID: app,
-                    description: "applinks rules for \(app) changed: \(added.count) added, \(removed.count) removed (\(oldRules.count) → \(newRules.count) rules)",
-                    before: before.isEmpty ? nil : before, after: after.isEmpty ? nil : after))
-        }
+        let oldRules = oldDetails.flatMap { Canonical.rules($0, applinksDefaults: old?.defaults) }
+        let newRules = newDetails.flatMap { Canonical.rules($0, applinksDefaults: new?.defaults) }
+        guard oldRules != newRules else { return [] }
+        let (removed, added) = SequenceDiff.difference(oldRules, newRules)
+        let before = removed.map { "\($0 + 1). \(oldRules[$0])" }.joined(separator: "\n")
+        let after = added.map { "\($0 + 1). \(newRules[$0])" }.joined(separator: "\n")
+        changes.append(
+            AASAChange(
+                kind: "rules-changed", service: .applinks, appID: app,
+                description: "applinks rules for \(app) changed: \(added.count) added, \(removed.count) removed (\(oldRules.count) → \(newRules.count) rules)",
+                before: before.isEmpty ? nil : before, after: after.isEmpty ? nil : after))
         let oldDefaults = Canonical.detailDefaults(oldDetails)
         let newDefaults = Canonical.detailDefaults(newDetails)
         if oldDefaults != newDefaults {
@@ -178,43 +184,56 @@ enum Canonical {
 
     static func defaults(_ d: ComponentDefaults?) -> String {
         var parts: [String] = []
+        if let path = d?.path { parts.append("\"/\":" + quote(path)) }
+        if let query = d?.query { parts.append("\"?\":" + self.query(query)) }
+        if let fragment = d?.fragment { parts.append("\"#\":" + quote(fragment)) }
+        if let exclude = d?.exclude { parts.append("\"exclude\":\(exclude)") }
         if let c = d?.caseSensitive { parts.append("\"caseSensitive\":\(c)") }
         if let p = d?.percentEncoded { parts.append("\"percentEncoded\":\(p)") }
         return "{" + parts.joined(separator: ",") + "}"
+    }
+
+    /// A `?` value, dictionary items sorted by name.
+    static func query(_ query: QueryPattern) -> String {
+        switch query {
+        case .string(let s): quote(s)
+        case .items(let items):
+            "{" + items.sorted { $0.name < $1.name }.map { quote($0.name) + ":" + quote($0.pattern) }.joined(separator: ",") + "}"
+        case .ignored: "\"<ignored dictionary>\""
+        }
     }
 
     /// The `defaults` of the details that contribute rules, consecutive repeats collapsed (so
     /// splitting or merging details with the same defaults is no change).
     static func detailDefaults(_ details: [AppLinksDetail]) -> [String] {
         var result: [String] = []
-        for detail in details where !rules(detail).isEmpty {
+        for detail in details where !(detail.components ?? []).isEmpty || (detail.components == nil && !(detail.paths ?? []).isEmpty) {
             let text = defaults(detail.defaults)
             if result.last != text { result.append(text) }
         }
         return result
     }
 
-    /// The rules a detail contributes, in order: its components, else its paths.
-    static func rules(_ detail: AppLinksDetail) -> [String] {
-        if let components = detail.components { return components.map(component) }
+    /// The rules a detail contributes, in order: its components as the matcher reads them
+    /// (``effectiveComponent(_:)``), else its paths.
+    static func rules(_ detail: AppLinksDetail, applinksDefaults: ComponentDefaults?) -> [String] {
+        if let components = detail.components {
+            return components.map { effectiveComponent($0.resolved(detailDefaults: detail.defaults, applinksDefaults: applinksDefaults)) }
+        }
         return (detail.paths ?? []).map { "path " + quote($0) }
     }
 
-    static func component(_ rule: ComponentRule) -> String {
+    /// A resolved component: keys with their built-in meaning (`exclude` false, the flags true, an
+    /// ignored `?` dictionary) are left out, so they compare equal to an absent key.
+    static func effectiveComponent(_ resolved: ResolvedComponent) -> String {
+        let rule = resolved.rule
         var parts: [String] = []
         if let p = rule.path { parts.append("\"/\":" + quote(p)) }
-        switch rule.query {
-        case .string(let s): parts.append("\"?\":" + quote(s))
-        case .items(let items):
-            let sorted = items.sorted { $0.name < $1.name }
-            parts.append("\"?\":{" + sorted.map { quote($0.name) + ":" + quote($0.pattern) }.joined(separator: ",") + "}")
-        case .ignored: parts.append("\"?\":\"<ignored dictionary>\"")
-        case nil: break
-        }
+        if let q = rule.query, q != .ignored { parts.append("\"?\":" + query(q)) }
         if let f = rule.fragment { parts.append("\"#\":" + quote(f)) }
-        if rule.exclude { parts.append("\"exclude\":true") }
-        if let c = rule.options.caseSensitive { parts.append("\"caseSensitive\":\(c)") }
-        if let p = rule.options.percentEncoded { parts.append("\"percentEncoded\":\(p)") }
+        if resolved.isExclusion { parts.append("\"exclude\":true") }
+        if !resolved.caseSensitive { parts.append("\"caseSensitive\":false") }
+        if !resolved.percentEncoded { parts.append("\"percentEncoded\":false") }
         return "{" + parts.joined(separator: ",") + "}"
     }
 }
