@@ -20,13 +20,21 @@
 ///   items not named are ignored; a dictionary with a non-string value matches any query.
 public struct CompiledAssociation: Sendable {
     /// The document this was compiled from.
-    public let document: AASADocument
+    public var document: AASADocument { source.document }
+    /// The document behind one reference, so that copying a compiled file (``URLMatcher`` does
+    /// per decision) retains three references, not every array and string of the document.
+    private let source: Source
     let details: [CompiledDetail]
     let detailsByApp: [String: [Int]]
 
+    private final class Source: Sendable {
+        let document: AASADocument
+        init(_ document: AASADocument) { self.document = document }
+    }
+
     /// Compiles the `applinks` of a document (a document without `applinks` never matches).
     public init(document: AASADocument) {
-        self.document = document
+        self.source = Source(document)
         let applinks = document.applinks
         let variables = applinks?.substitutionVariables ?? [:]
         var details: [CompiledDetail] = []
