@@ -11,7 +11,8 @@ extension AASAFetchCommand {
     /// first). Without `--app-id` every app the files name is answered.
     ///
     /// `--json` prints one ``MatchExplanation`` object per line (per URL and app):
-    /// `{"url","appID","decision":"match|exclude|no_match","host","detail","component":{"kind","index","rule"},"reason","nearest":{…}}`.
+    /// `{"url","appID","decision":"match|exclude|no_match","host","detail","component":{"kind","index","rule","inherited"?},"reason","nearest":{…}}`
+    /// (`inherited`: the keys the rule took from `defaults`, each `{"key","level","value"}`).
     /// `--cases FILE|-` speaks the conformance line protocol: `{"id","aasa","domain","appId","url"}`
     /// in, `{"id","decision"}` out (or `{"id","error"}` for a line that cannot be used).
     ///
@@ -105,6 +106,9 @@ extension AASAFetchCommand {
             console.out("    \(explanation.reason)")
             if let nearest = explanation.nearest {
                 console.out("    nearest rule: \(nearest.host.map { "\($0), " } ?? "")detail \(nearest.detail), \(nearest.component.kind) \(nearest.component.index): \(nearest.component.rule)")
+                if let inherited = nearest.component.inherited {
+                    console.out("      from defaults: " + inherited.map(\.summary).joined(separator: ", "))
+                }
                 for failure in nearest.failures where !explanation.reason.contains(failure.summary) {
                     console.out("      \(failure.summary)")
                 }
