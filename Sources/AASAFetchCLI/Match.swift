@@ -11,7 +11,8 @@ extension AASAFetchCommand {
     /// first). Without `--app-id` every app the files name is answered.
     ///
     /// `--json` prints one ``MatchExplanation`` object per line (per URL and app):
-    /// `{"schemaVersion","url","appID","decision":"match|exclude|no_match","host","detail","component":{"kind","index","rule"},"reason","nearest":{…}}`.
+    /// `{"schemaVersion","url","appID","decision":"match|exclude|no_match","host","detail","component":{"kind","index","rule","inherited"},"reason","nearest":{…}}`
+    /// (`inherited`: the keys the rule took from `defaults`, each `{"key","level","value"}`).
     /// `--cases FILE|-` speaks the conformance line protocol: `{"id","aasa","domain","appId","url"}`
     /// in, ``CaseReply`` out: `{"schemaVersion","id","decision","error"}` (`error` `{code, message}`
     /// and `decision` `null` for a line that cannot be used). Schemas: docs/schema/match*.schema.json.
@@ -91,6 +92,9 @@ extension AASAFetchCommand {
             console.out("    \(explanation.reason)")
             if let nearest = explanation.nearest {
                 console.out("    nearest rule: \(nearest.host.map { "\($0), " } ?? "")detail \(nearest.detail), \(nearest.component.kind) \(nearest.component.index): \(nearest.component.rule)")
+                if case let inherited = nearest.component.inherited, !inherited.isEmpty {
+                    console.out("      from defaults: " + inherited.map(\.summary).joined(separator: ", "))
+                }
                 for failure in nearest.failures where !explanation.reason.contains(failure.summary) {
                     console.out("      \(failure.summary)")
                 }

@@ -1,5 +1,7 @@
 // Measures URL decisions per second on one core (run in release mode):
-//   swift run -c release aasa-bench-match [--testdata DIR] [--seconds S]
+//   swift run -c release aasa-bench-match [--testdata DIR] [--seconds S] [--scenario a|b|c] [--decisions N]
+// `--decisions N` runs exactly N decisions per scenario instead of a time budget, for counting
+// instructions independently of the machine's load (valgrind --tool=callgrind, minus a run with 0).
 // (a) the Apple overview file of the conformance set, its cases' URLs cycled;
 // (b) the biggest file in testdata/corpus/aasa, with URLs derived from its own patterns;
 // (c) a generated ~128 KiB file with a thousand components.
@@ -9,6 +11,8 @@ import Foundation
 struct Options {
     var testdata = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("testdata")
     var seconds = 1.0
+    var decisions: Int?
+    var scenarios: Set<String> = ["a", "b", "c"]
 
     init(arguments: [String]) {
         if let env = ProcessInfo.processInfo.environment["AASA_TESTDATA_DIR"] { testdata = URL(fileURLWithPath: env) }
@@ -20,6 +24,12 @@ struct Options {
                 index += 1
             case "--seconds" where index + 1 < arguments.count:
                 seconds = Double(arguments[index + 1]) ?? seconds
+                index += 1
+            case "--decisions" where index + 1 < arguments.count:
+                decisions = Int(arguments[index + 1])
+                index += 1
+            case "--scenario" where index + 1 < arguments.count:
+                scenarios = Set(arguments[index + 1].split(separator: ",").map(String.init))
                 index += 1
             default:
                 break
@@ -34,6 +44,21 @@ struct Scenario {
     let fileBytes: Int
     let matcher: URLMatcher
     let requests: [(url: String, appID: String)]
+}
+
+/// Runs exactly `count` decisions, cycling through the scenario's requests.
+func run(_ scenario: Scenario, decisions count: Int) {
+    var sink = 0
+    var done = 0
+    let clock = ContinuousClock()
+    let start = clock.now
+    while done < count {
+        for request in scenario.requests where done < count {
+            sink &+= scenario.matcher.decide(url: request.url, appID: request.appID).decision == .match ? 1 : 0
+            done += 1
+        }
+    }
+    print("\(scenario.name): \(done) decisions in \(clock.now - start) [\(sink & 1)]")
 }
 
 func measure(_ scenario: Scenario, seconds: Double) {
@@ -165,8 +190,16 @@ func generatedScenario() throws -> Scenario {
 
 let options = Options(arguments: CommandLine.arguments)
 do {
-    for scenario in [try overviewScenario(options), try corpusScenario(options), try generatedScenario()] {
-        measure(scenario, seconds: options.seconds)
+    var scenarios: [Scenario] = []
+    if options.scenarios.contains("a") { scenarios.append(try overviewScenario(options)) }
+    if options.scenarios.contains("b") { scenarios.append(try corpusScenario(options)) }
+    if options.scenarios.contains("c") { scenarios.append(try generatedScenario()) }
+    for scenario in scenarios {
+        if let count = options.decisions {
+            run(scenario, decisions: count)
+        } else {
+            measure(scenario, seconds: options.seconds)
+        }
     }
 } catch {
     FileHandle.standardError.write(Data("aasa-bench-match: \(error)\n".utf8))

@@ -5,12 +5,16 @@ import Testing
 /// `aasa-fetch match` end to end through the built binary.
 @Suite(.timeLimit(.minutes(2)))
 struct MatchCommandTests {
-    /// Every conformance case, fed through the line protocol of testdata/conformance/README.md.
+    /// Every conformance case (`cases.json` and our own `local-cases.json`), fed through the line
+    /// protocol of testdata/conformance/README.md.
     @Test func conformanceCasesThroughTheLineProtocol() throws {
-        let data = try Data(contentsOf: TestPaths.conformanceCases)
-        let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        let cases = try #require(root["matching"] as? [[String: Any]])
-        #expect(cases.count >= 96)
+        var cases: [[String: Any]] = []
+        for file in TestPaths.allConformanceCases {
+            let data = try Data(contentsOf: file)
+            let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            cases += try #require(root["matching"] as? [[String: Any]])
+        }
+        #expect(cases.count >= 96 + 54)
         var lines: [String] = []
         for (index, item) in cases.enumerated() {
             let request: [String: Any] = [
@@ -72,6 +76,41 @@ struct MatchCommandTests {
         #expect((objects[0]["component"] as? [String: Any])?["index"] as? Int == 1)
         #expect(objects[0]["appID"] as? String == "ABCDE12345.com.example.app")
         #expect(objects[2]["nearest"] != nil)
+    }
+
+    /// A rule that decided with keys from `defaults` says which key came from which level, in
+    /// human output and in JSON; a failing pattern from `defaults` says so too.
+    @Test func saysWhenADefaultDecided() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("defaults-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"""
+            {"applinks":{"defaults":{"exclude":true},"details":[{"appIDs":["ABCDE12345.com.example.app"],
+             "defaults":{"/":"/private/*"},"components":[{"#":"*"},{"/":"/shop/*","exclude":false}]}]}}
+            """#.utf8).write(to: file)
+        let urls = ["https://example.com/private/1", "https://example.com/shop/1", "https://example.com/other"]
+        let human = try ToolRunner.run(["match"] + urls + ["--aasa", file.path, "--app-id", "ABCDE12345.com.example.app"])
+        #expect(human.status == 1)
+        let lines = human.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains {
+            $0.contains(##"matched an exclusion: {"#":"*"}; from defaults: "/":"/private/*" from the detail's defaults, "exclude":true from applinks.defaults"##)
+        }, "\(human.stdout)")
+        #expect(lines.contains { $0.contains(#"matched: {"/":"/shop/*","exclude":false}"#) && !$0.contains("from defaults") }, "\(human.stdout)")
+        #expect(lines.contains { $0.contains(#"path "/other" does not match "/private/*" (pattern from the detail's defaults)"#) }, "\(human.stdout)")
+        #expect(lines.contains { $0.contains(#"from defaults: "/":"/private/*" from the detail's defaults, "exclude":true from applinks.defaults"#) && !$0.contains("matched") }, "\(human.stdout)")
+
+        let json = try ToolRunner.run(["match"] + urls + ["--aasa", file.path, "--app-id", "ABCDE12345.com.example.app", "--json"])
+        let objects = try json.stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(objects.map { $0["decision"] as? String } == ["exclude", "match", "no_match"])
+        let inherited = try #require((objects[0]["component"] as? [String: Any])?["inherited"] as? [[String: Any]])
+        #expect(inherited.map { $0["key"] as? String } == ["/", "exclude"])
+        #expect(inherited.map { $0["level"] as? String } == ["detail", "applinks"])
+        #expect(inherited.map { $0["value"] as? String } == [#""/private/*""#, "true"])
+        #expect((objects[1]["component"] as? [String: Any])?["inherited"] == nil)
+        let nearest = try #require(objects[2]["nearest"] as? [String: Any])
+        let failures = try #require(nearest["failures"] as? [[String: Any]])
+        #expect(failures.first?["inheritedFrom"] as? String == "detail")
     }
 
     /// `--entitlements`: the files are downloaded (exact host, then the wildcard parent) and matched.

@@ -3,7 +3,7 @@ import AASAFetchTestSupport
 import Foundation
 import Testing
 
-/// One `matching` case of `conformance/cases.json`, read at run time.
+/// One `matching` case of `conformance/cases.json` or `conformance/local-cases.json`, read at run time.
 struct ConformanceCase: CustomTestStringConvertible, Sendable {
     let name: String
     let note: String?
@@ -15,8 +15,20 @@ struct ConformanceCase: CustomTestStringConvertible, Sendable {
 
     var testDescription: String { name }
 
-    static let all: [ConformanceCase] = {
-        guard let data = try? Data(contentsOf: TestPaths.conformanceCases),
+    /// The matching cases of `cases.json` and `local-cases.json`, in that order.
+    static let all: [ConformanceCase] = TestPaths.allConformanceCases.flatMap(load)
+
+    /// The number of `matching` entries in both files, whether they load or not.
+    static let rawCount: Int = TestPaths.allConformanceCases.reduce(0) { sum, file in
+        guard let data = try? Data(contentsOf: file),
+              let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let cases = root["matching"] as? [Any]
+        else { return sum - 1_000_000 }
+        return sum + cases.count
+    }
+
+    private static func load(_ file: URL) -> [ConformanceCase] {
+        guard let data = try? Data(contentsOf: file),
               let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               let cases = root["matching"] as? [[String: Any]]
         else { return [] }
@@ -30,21 +42,37 @@ struct ConformanceCase: CustomTestStringConvertible, Sendable {
                 name: name, note: entry["note"] as? String, aasaJSON: json, domain: domain, appID: appID, url: url, expect: expect
             )
         }
-    }()
-
-    static let rawCount: Int = {
-        guard let data = try? Data(contentsOf: TestPaths.conformanceCases),
-              let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let cases = root["matching"] as? [Any]
-        else { return -1 }
-        return cases.count
-    }()
+    }
 }
 
 struct ConformanceTests {
     @Test func everyCaseIsLoaded() {
         #expect(ConformanceCase.all.count == ConformanceCase.rawCount)
-        #expect(ConformanceCase.all.count >= 96)
+        #expect(ConformanceCase.all.count >= 96 + 54)
+    }
+
+    /// Our own cases never claim to be checked against Apple's tool, and cover every component
+    /// key inherited from `defaults` at both levels.
+    @Test func localCasesAreDocumentedOrDecidedAndCoverEveryKey() throws {
+        let data = try Data(contentsOf: TestPaths.localConformanceCases)
+        let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let cases = try #require(root["matching"] as? [[String: Any]])
+        let names = Set(try cases.map { try #require($0["name"] as? String) })
+        #expect(names.count == cases.count, "case names are unique")
+        for entry in cases {
+            let status = entry["status"] as? String
+            #expect(status == "documented" || status == "decided", "\(entry["name"] ?? "?"): \(status ?? "none")")
+            #expect(entry["oracle"] == nil)
+        }
+        let originals = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: TestPaths.conformanceCases)) as? [String: Any])
+        let originalNames = Set(((originals["matching"] as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String })
+        #expect(names.isDisjoint(with: originalNames))
+        // Every key, at both levels, inherited by a component that leaves it out.
+        for level in ["applinks", "detail"] {
+            for key in ["path", "query", "fragment", "exclude", "case-insensitive", "percent-decoded"] {
+                #expect(names.contains { $0.hasPrefix("defaults-local/\(level)/\(key)") }, "\(level) \(key)")
+            }
+        }
     }
 
     /// The entitlement is `applinks:<domain>`; an empty domain skips the host check.

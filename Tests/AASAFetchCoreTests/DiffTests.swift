@@ -111,12 +111,17 @@ struct DiffTests {
                 AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"gone\" removed", before: .strings(["x"])),
                 AASAChange(kind: "variables-changed", service: .applinks, description: "substitution variable \"new\" added", after: .strings([])),
                 AASAChange(
+                    kind: "rules-changed", service: .applinks, appID: "ABCDE12345.a.b",
+                    description: "applinks rules for ABCDE12345.a.b changed: 1 added, 1 removed (1 → 1 rules)",
+                    before: .rules([RuleValue(position: 1, component: try component(#"{"/":"/x","caseSensitive":false}"#))]),
+                    after: .rules([RuleValue(position: 1, component: try component(#"{"/":"/x","percentEncoded":false}"#))])),
+                AASAChange(
                     kind: "defaults-changed", service: .applinks, appID: "ABCDE12345.a.b", description: "detail defaults for ABCDE12345.a.b changed",
                     before: .defaultsList([DefaultsValue()]), after: .defaultsList([DefaultsValue(percentEncoded: false)])),
             ])
         // The human text of each side is what it always was.
-        #expect(changes.map(\.beforeText) == [#"{"caseSensitive":false}"#, #"["1"]"#, #"["x"]"#, nil, "{}"])
-        #expect(changes.map(\.afterText) == ["{}", #"["1","2"]"#, nil, "[]", #"{"percentEncoded":false}"#])
+        #expect(changes.map(\.beforeText) == [#"{"caseSensitive":false}"#, #"["1"]"#, #"["x"]"#, nil, #"1. {"/":"/x","caseSensitive":false}"#, "{}"])
+        #expect(changes.map(\.afterText) == ["{}", #"["1","2"]"#, nil, "[]", #"1. {"/":"/x","percentEncoded":false}"#, #"{"percentEncoded":false}"#])
     }
 
     @Test func rulesSplitAcrossDetailsCompareAsOneSequence() throws {

@@ -36,7 +36,7 @@ struct LintTests {
         Case(#"{"applinks":{"details":[{"appId":"ABCDE12345.a.b","paths":["*"]}]}}"#, "detail-without-app-id", "/applinks/details/0"),
         Case(#"{"webcredentials":{"apps":["ABCDE12345.a.b"],"app":[]}}"#, "unknown-key", "/webcredentials/app"),
         Case(#"{"applinks":{"details":[]},"webcredential":{}}"#, "unknown-service", "/webcredential"),
-        Case(components(#"{"/":"/a"}"#, extra: #""defaults":{"caseSensitive":false,"exclude":true},"#), "defaults-key-ignored", "/applinks/defaults/exclude"),
+        Case(components(#"{"/":"/a"}"#, extra: #""defaults":{"caseSensitive":false,"exclude":true},"#), "defaults-inherited-key", "/applinks/defaults/exclude"),
         Case(#"{"applinks":{"details":[],"details":[]}}"#, "duplicate-key", "/applinks/details"),
         // Types.
         Case(components(#"{"/":"/a","exclude":"true"}"#), "exclude-not-boolean", "/applinks/details/0/components/0/exclude"),

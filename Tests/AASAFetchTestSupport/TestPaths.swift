@@ -20,6 +20,10 @@ public enum TestPaths {
 
     /// The conformance cases file.
     public static let conformanceCases = testdata.appendingPathComponent("conformance/cases.json")
+    /// The conformance cases written for this project (same shape, statuses `documented`/`decided`).
+    public static let localConformanceCases = testdata.appendingPathComponent("conformance/local-cases.json")
+    /// Both conformance case files.
+    public static let allConformanceCases = [conformanceCases, localConformanceCases]
     /// The real-world corpus folder.
     public static let corpus = testdata.appendingPathComponent("corpus")
 }

@@ -95,27 +95,53 @@ public enum ChangeValue: Sendable, Hashable, Codable {
     }
 }
 
-/// `caseSensitive` and `percentEncoded` of a `defaults` object (`null`: not set).
+/// A `defaults` object (`applinks.defaults` or a detail's): every component key it sets, named as
+/// in the file (`null`: not set).
 public struct DefaultsValue: Sendable, Hashable, Codable {
+    /// `/`, when set.
+    public var path: String?
+    /// `?`, when set.
+    public var query: ComponentValue.Query?
+    /// `#`, when set.
+    public var fragment: String?
+    /// `exclude`, when set.
+    public var exclude: Bool?
     /// `caseSensitive`, when set.
     public var caseSensitive: Bool?
     /// `percentEncoded`, when set.
     public var percentEncoded: Bool?
 
+    private enum CodingKeys: String, CodingKey {
+        case path = "/", query = "?", fragment = "#", exclude, caseSensitive, percentEncoded
+    }
+
     /// Creates a value.
-    public init(caseSensitive: Bool? = nil, percentEncoded: Bool? = nil) {
+    public init(
+        path: String? = nil, query: ComponentValue.Query? = nil, fragment: String? = nil, exclude: Bool? = nil,
+        caseSensitive: Bool? = nil, percentEncoded: Bool? = nil
+    ) {
+        self.path = path
+        self.query = query
+        self.fragment = fragment
+        self.exclude = exclude
         self.caseSensitive = caseSensitive
         self.percentEncoded = percentEncoded
     }
 
     /// The value of a model's defaults.
     public init(_ defaults: ComponentDefaults?) {
-        self.init(caseSensitive: defaults?.caseSensitive, percentEncoded: defaults?.percentEncoded)
+        self.init(
+            path: defaults?.path, query: defaults?.query.map(ComponentValue.Query.init), fragment: defaults?.fragment,
+            exclude: defaults?.exclude, caseSensitive: defaults?.caseSensitive, percentEncoded: defaults?.percentEncoded)
     }
 
-    /// `{"caseSensitive":false}`: the set keys only.
+    /// `{"/":"/shop/*","caseSensitive":false}`: the set keys only, in a fixed order.
     public var canonicalText: String {
         var parts: [String] = []
+        if let path { parts.append("\"/\":" + Canonical.quote(path)) }
+        if let query { parts.append("\"?\":" + query.canonicalText) }
+        if let fragment { parts.append("\"#\":" + Canonical.quote(fragment)) }
+        if let exclude { parts.append("\"exclude\":\(exclude)") }
         if let caseSensitive { parts.append("\"caseSensitive\":\(caseSensitive)") }
         if let percentEncoded { parts.append("\"percentEncoded\":\(percentEncoded)") }
         return "{" + parts.joined(separator: ",") + "}"
@@ -169,6 +195,28 @@ public struct ComponentValue: Sendable, Hashable, Codable {
             }
         }
 
+        /// The value of a model pattern.
+        public init(_ pattern: QueryPattern) {
+            switch pattern {
+            case .string(let string): self = .string(string)
+            case .items(let items):
+                var patterns: [String: String] = [:]
+                for item in items { patterns[item.name] = item.pattern }
+                self = .items(patterns)
+            case .ignored: self = .ignored
+            }
+        }
+
+        /// Compact JSON, item names sorted.
+        public var canonicalText: String {
+            switch self {
+            case .string(let string): Canonical.quote(string)
+            case .items(let items):
+                "{" + items.keys.sorted().map { Canonical.quote($0) + ":" + Canonical.quote(items[$0] ?? "") }.joined(separator: ",") + "}"
+            case .ignored: "\"<ignored dictionary>\""
+            }
+        }
+
         /// The pattern string, the object of patterns, or `null`.
         public func encode(to encoder: any Encoder) throws {
             var single = encoder.singleValueContainer()
@@ -197,35 +245,32 @@ public struct ComponentValue: Sendable, Hashable, Codable {
         case path = "/", query = "?", fragment = "#", exclude, caseSensitive, percentEncoded
     }
 
-    /// The value of a model rule.
+    /// The value of a model rule, as written.
     public init(_ rule: ComponentRule) {
         path = rule.path
-        switch rule.query {
-        case .string(let string): query = .string(string)
-        case .items(let items):
-            var patterns: [String: String] = [:]
-            for item in items { patterns[item.name] = item.pattern }
-            query = .items(patterns)
-        case .ignored: query = .ignored
-        case nil: query = nil
-        }
+        query = rule.query.map(Query.init)
         fragment = rule.fragment
-        exclude = rule.exclude
+        exclude = rule.exclude ?? false
         caseSensitive = rule.options.caseSensitive
         percentEncoded = rule.options.percentEncoded
+    }
+
+    /// A component as the matcher reads it: every key it inherits filled in, and keys with their
+    /// built-in meaning (`exclude` false, the flags true, a `?` dictionary Apple ignores) left out,
+    /// so that they compare equal to an absent key.
+    public init(effective resolved: ResolvedComponent) {
+        self.init(resolved.rule)
+        if query == .ignored { query = nil }
+        exclude = resolved.isExclusion
+        caseSensitive = resolved.caseSensitive ? nil : false
+        percentEncoded = resolved.percentEncoded ? nil : false
     }
 
     /// The component as compact JSON with its keys in a fixed order, the set keys only.
     public var canonicalText: String {
         var parts: [String] = []
         if let path { parts.append("\"/\":" + Canonical.quote(path)) }
-        switch query {
-        case .string(let string): parts.append("\"?\":" + Canonical.quote(string))
-        case .items(let items):
-            parts.append("\"?\":{" + items.keys.sorted().map { Canonical.quote($0) + ":" + Canonical.quote(items[$0] ?? "") }.joined(separator: ",") + "}")
-        case .ignored: parts.append("\"?\":\"<ignored dictionary>\"")
-        case nil: break
-        }
+        if let query { parts.append("\"?\":" + query.canonicalText) }
         if let fragment { parts.append("\"#\":" + Canonical.quote(fragment)) }
         if exclude { parts.append("\"exclude\":true") }
         if let caseSensitive { parts.append("\"caseSensitive\":\(caseSensitive)") }
@@ -245,10 +290,15 @@ public struct ComponentValue: Sendable, Hashable, Codable {
 ///   `rules-changed` carries the removed rules in `before` and the added ones in `after`, each
 ///   line `N. rule` with N its 1-based position in that app's old or new sequence. A reordering
 ///   shows as a removal and an addition. `paths` ignored because of `components` do not count.
-/// - The `defaults` of the details listing an app that contribute rules, consecutive repeats
-///   collapsed (`defaults-changed` with `appID`, one line per distinct run), the domain
-///   `applinks.defaults` (`defaults-changed` without `appID`), each substitution variable
-///   (`variables-changed`).
+///   Components are compared as the matcher reads them: every key inherited from `defaults`
+///   filled in, and `exclude: false`, `caseSensitive: true`, `percentEncoded: true` and an
+///   ignored `?` dictionary the same as leaving the key out; so moving a key between the
+///   components and `defaults` without changing what it means is no change.
+/// - `defaults` only through the rules: `defaults-changed` (the domain `applinks.defaults`
+///   without `appID`; with `appID` the `defaults` of the details listing it that contribute
+///   rules, consecutive repeats collapsed) is added only when `defaults` differ and rules
+///   changed (of any app for the domain level, of that app for the detail level), to say why.
+/// - Each substitution variable (`variables-changed`).
 ///
 /// Order (deterministic): services in ``Service`` order, added/removed services first; then for
 /// each service in both: domain defaults, variables by name, removed apps, added apps (sorted),
@@ -280,32 +330,36 @@ public enum AASADiff {
             }
         }
         for service in oldServices.intersection(newServices).sorted() {
-            if service == .applinks {
-                changes += domainChanges(old.applinks, new.applinks)
-            }
             let oldApps = old.appIDs(for: service)
             let newApps = new.appIDs(for: service)
             let oldSet = Set(oldApps)
             let newSet = Set(newApps)
+            var perApp: [AASAChange] = []
+            if service == .applinks {
+                for app in oldSet.intersection(newSet).sorted() {
+                    perApp += appChanges(app, old.applinks, new.applinks)
+                }
+                let rulesChanged = perApp.contains { $0.kind == "rules-changed" }
+                changes += domainChanges(old.applinks, new.applinks, rulesChanged: rulesChanged)
+            }
             for app in oldSet.subtracting(newSet).sorted() {
                 changes.append(AASAChange(kind: "app-removed", service: service, appID: app, description: "\(app) removed from \(service.name)"))
             }
             for app in newSet.subtracting(oldSet).sorted() {
                 changes.append(AASAChange(kind: "app-added", service: service, appID: app, description: "\(app) added to \(service.name)"))
             }
-            guard service == .applinks else { continue }
-            for app in oldSet.intersection(newSet).sorted() {
-                changes += appChanges(app, old.applinks, new.applinks)
-            }
+            changes += perApp
         }
         return changes
     }
 
-    static func domainChanges(_ old: AppLinks?, _ new: AppLinks?) -> [AASAChange] {
+    static func domainChanges(_ old: AppLinks?, _ new: AppLinks?, rulesChanged: Bool) -> [AASAChange] {
         var changes: [AASAChange] = []
         let oldDefaults = DefaultsValue(old?.defaults)
         let newDefaults = DefaultsValue(new?.defaults)
-        if oldDefaults != newDefaults {
+        // A defaults change that changes no rule is no change (every rule is compared with the
+        // keys it inherits); next to a rules change it says why the rules changed.
+        if rulesChanged, oldDefaults != newDefaults {
             changes.append(
                 AASAChange(
                     kind: "defaults-changed", service: .applinks, description: "applinks.defaults changed",
@@ -330,25 +384,24 @@ public enum AASADiff {
         var changes: [AASAChange] = []
         let oldDetails = (old?.details ?? []).filter { $0.appIDs.contains(app) }
         let newDetails = (new?.details ?? []).filter { $0.appIDs.contains(app) }
-        let oldRules = oldDetails.flatMap(Canonical.rules)
-        let newRules = newDetails.flatMap(Canonical.rules)
+        let oldRules = oldDetails.flatMap { Canonical.rules($0, applinksDefaults: old?.defaults) }
+        let newRules = newDetails.flatMap { Canonical.rules($0, applinksDefaults: new?.defaults) }
         let oldTexts = oldRules.map(\.canonicalText)
         let newTexts = newRules.map(\.canonicalText)
-        if oldTexts != newTexts {
-            let (removed, added) = SequenceDiff.difference(oldTexts, newTexts)
-            func positioned(_ rules: [RuleValue], _ indexes: [Int]) -> ChangeValue? {
-                indexes.isEmpty ? nil : .rules(indexes.map { index in
-                    var rule = rules[index]
-                    rule.position = index + 1
-                    return rule
-                })
-            }
-            changes.append(
-                AASAChange(
-                    kind: "rules-changed", service: .applinks, appID: app,
-                    description: "applinks rules for \(app) changed: \(added.count) added, \(removed.count) removed (\(oldRules.count) → \(newRules.count) rules)",
-                    before: positioned(oldRules, removed), after: positioned(newRules, added)))
+        guard oldTexts != newTexts else { return [] }
+        let (removed, added) = SequenceDiff.difference(oldTexts, newTexts)
+        func positioned(_ rules: [RuleValue], _ indexes: [Int]) -> ChangeValue? {
+            indexes.isEmpty ? nil : .rules(indexes.map { index in
+                var rule = rules[index]
+                rule.position = index + 1
+                return rule
+            })
         }
+        changes.append(
+            AASAChange(
+                kind: "rules-changed", service: .applinks, appID: app,
+                description: "applinks rules for \(app) changed: \(added.count) added, \(removed.count) removed (\(oldRules.count) → \(newRules.count) rules)",
+                before: positioned(oldRules, removed), after: positioned(newRules, added)))
         let oldDefaults = Canonical.detailDefaults(oldDetails)
         let newDefaults = Canonical.detailDefaults(newDetails)
         if oldDefaults != newDefaults {
@@ -392,17 +445,22 @@ enum Canonical {
     /// splitting or merging details with the same defaults is no change).
     static func detailDefaults(_ details: [AppLinksDetail]) -> [DefaultsValue] {
         var result: [DefaultsValue] = []
-        for detail in details where !rules(detail).isEmpty {
+        for detail in details where !(detail.components ?? []).isEmpty || (detail.components == nil && !(detail.paths ?? []).isEmpty) {
             let value = DefaultsValue(detail.defaults)
             if result.last != value { result.append(value) }
         }
         return result
     }
 
-    /// The rules a detail contributes, in order: its components, else its paths (positions are
-    /// set by the caller).
-    static func rules(_ detail: AppLinksDetail) -> [RuleValue] {
-        if let components = detail.components { return components.map { RuleValue(position: 0, component: ComponentValue($0)) } }
+    /// The rules a detail contributes, in order: its components as the matcher reads them (every
+    /// key they inherit from `defaults` filled in, ``ComponentValue/init(effective:)``), else its
+    /// paths (positions are set by the caller).
+    static func rules(_ detail: AppLinksDetail, applinksDefaults: ComponentDefaults?) -> [RuleValue] {
+        if let components = detail.components {
+            return components.map {
+                RuleValue(position: 0, component: ComponentValue(effective: $0.resolved(detailDefaults: detail.defaults, applinksDefaults: applinksDefaults)))
+            }
+        }
         return (detail.paths ?? []).map { RuleValue(position: 0, path: $0) }
     }
 }

@@ -332,12 +332,20 @@ struct DecodeContext {
         return detail
     }
 
+    /// A `defaults` object: any component key (`/`, `?`, `#`, `exclude`, `caseSensitive`,
+    /// `percentEncoded`); other keys, `comment` included, are ignored.
     mutating func decodeDefaults(_ value: JSONValue, pointer: String) -> ComponentDefaults? {
         guard value.objectMembers != nil else {
             wrongType(pointer, "\"defaults\"", expected: "an object", found: value)
             return nil
         }
-        return decodeOptions(value, pointer: pointer)
+        let keys = decodeRuleKeys(value, pointer: pointer, inDefaults: true)
+        var defaults = decodeOptions(value, pointer: pointer)
+        defaults.path = keys.path
+        defaults.query = keys.query
+        defaults.fragment = keys.fragment
+        defaults.exclude = keys.exclude
+        return defaults
     }
 
     mutating func decodeOptions(_ value: JSONValue, pointer: String) -> ComponentDefaults {
@@ -356,8 +364,13 @@ struct DecodeContext {
         return nil
     }
 
-    mutating func decodeComponent(_ value: JSONValue, pointer: String) -> ComponentRule {
+    /// The pattern keys and `exclude` of a component or a `defaults` object (`inDefaults` words
+    /// the findings for what inherits them).
+    mutating func decodeRuleKeys(
+        _ value: JSONValue, pointer: String, inDefaults: Bool
+    ) -> (path: String?, query: QueryPattern?, fragment: String?, exclude: Bool?) {
         var rule = ComponentRule(location: pointer)
+        let subject = inDefaults ? "every component that inherits it" : "this component"
         rule.path = patternString(value, "/", pointer: pointer, what: "the \"/\" path pattern")
         rule.fragment = patternString(value, "#", pointer: pointer, what: "the \"#\" fragment pattern")
         if let query = value.member("?") {
@@ -376,7 +389,7 @@ struct DecodeContext {
                         findings.append(
                             .error(
                                 "query-value-not-string",
-                                "query item \"\(member.key)\" has \(article(member.value.typeName)) value; Apple then ignores the whole \"?\" dictionary, so this component matches any query",
+                                "query item \"\(member.key)\" has \(article(member.value.typeName)) value; Apple then ignores the whole \"?\" dictionary, so \(subject) matches any query",
                                 location: JSONPointer.appending(qPointer, member.key),
                                 fix: "Write the value as a string pattern, e.g. \"\(member.key)\": \"\(suggestedString(member.value))\"."))
                     }
@@ -393,11 +406,21 @@ struct DecodeContext {
                 findings.append(
                     .error(
                         "exclude-not-boolean",
-                        "\"exclude\" must be true or false, not \(article(exclude.value.typeName)); it is ignored, so this component opens the app instead of blocking",
+                        "\"exclude\" must be true or false, not \(article(exclude.value.typeName)); it is ignored, so \(subject) opens the app instead of blocking",
                         location: JSONPointer.appending(pointer, "exclude"),
                         fix: "Write \"exclude\": true without quotes."))
             }
         }
+        return (rule.path, rule.query, rule.fragment, rule.exclude)
+    }
+
+    mutating func decodeComponent(_ value: JSONValue, pointer: String) -> ComponentRule {
+        var rule = ComponentRule(location: pointer)
+        let keys = decodeRuleKeys(value, pointer: pointer, inDefaults: false)
+        rule.path = keys.path
+        rule.query = keys.query
+        rule.fragment = keys.fragment
+        rule.exclude = keys.exclude
         if let comment = value.member("comment") {
             if let s = comment.value.stringValue {
                 rule.comment = s

@@ -39,7 +39,7 @@ public enum AASALinter {
         LintCode(code: "duplicate-key", severity: .warning, summary: "A key appears twice in one object; the last one wins."),
         LintCode(code: "unknown-service", severity: .warning, summary: "A top-level key that is not a documented service."),
         LintCode(code: "unknown-key", severity: .warning, summary: "A key Apple does not define at that place (with a did-you-mean)."),
-        LintCode(code: "defaults-key-ignored", severity: .warning, summary: "A component key other than caseSensitive/percentEncoded inside defaults."),
+        LintCode(code: "defaults-inherited-key", severity: .info, summary: "\"defaults\" sets \"/\", \"?\", \"#\" or \"exclude\": every component that leaves the key out inherits it."),
         LintCode(code: "wrong-type", severity: .error, summary: "A value of the wrong JSON type; it is ignored."),
         LintCode(code: "exclude-not-boolean", severity: .error, summary: "\"exclude\" is not a Boolean, so the rule opens the app instead of blocking."),
         LintCode(code: "query-value-not-string", severity: .error, summary: "A query dictionary value is not a string: Apple ignores the whole dictionary."),
@@ -125,7 +125,8 @@ struct Linter {
     static let applinksKeys = ["apps", "details", "defaults", "substitutionVariables"]
     static let detailKeys = ["appID", "appIDs", "paths", "components", "defaults"]
     static let componentKeys = ["/", "?", "#", "exclude", "comment", "caseSensitive", "percentEncoded"]
-    static let defaultsKeys = ["caseSensitive", "percentEncoded"]
+    /// A `defaults` object takes every component key (`comment` included, which has no effect).
+    static let defaultsKeys = componentKeys
     static let serviceKeys = ["apps"]
 
     init(root: JSONValue) {
@@ -188,16 +189,9 @@ struct Linter {
         }
     }
 
-    mutating func unknownKeys(_ value: JSONValue, pointer: String, known: [String], container: String, ignoredInDefaults: Bool = false) {
+    mutating func unknownKeys(_ value: JSONValue, pointer: String, known: [String], container: String) {
         for member in value.uniqueMembers where !known.contains(member.key) {
             let keyPointer = JSONPointer.appending(pointer, member.key)
-            if ignoredInDefaults, Self.componentKeys.contains(member.key) {
-                add(
-                    "defaults-key-ignored", .warning,
-                    "\"\(member.key)\" in \(container) is a component key; Apple documents only caseSensitive and percentEncoded there, so it probably has no effect",
-                    at: keyPointer, fix: "Move \"\(member.key)\" into the components it should apply to.")
-                continue
-            }
             let suggestion = KeySuggestion.suggest(member.key, among: known)
             var message = "unknown key \"\(member.key)\" in \(container); it is ignored"
             if let s = suggestion { message += " (did you mean \"\(s)\"?)" }
@@ -214,7 +208,7 @@ struct Linter {
         if let defaults = applinks.member("defaults"), defaults.value.objectMembers != nil {
             unknownKeys(
                 defaults.value, pointer: JSONPointer.appending(pointer, "defaults"), known: Self.defaultsKeys,
-                container: "\"defaults\"", ignoredInDefaults: true)
+                container: "\"defaults\"")
         }
         guard let details = applinks.member("details") else { return }
         let dPointer = JSONPointer.appending(pointer, "details")
@@ -238,7 +232,7 @@ struct Linter {
         if let defaults = detail.member("defaults"), defaults.value.objectMembers != nil {
             unknownKeys(
                 defaults.value, pointer: JSONPointer.appending(pointer, "defaults"), known: Self.defaultsKeys,
-                container: "\"defaults\"", ignoredInDefaults: true)
+                container: "\"defaults\"")
         }
         if let components = detail.member("components"), let elements = components.value.arrayValue {
             let cPointer = JSONPointer.appending(pointer, "components")
@@ -305,16 +299,68 @@ struct Linter {
                 fix: "Add a detail with \"appIDs\" and \"components\", or remove \"applinks\".")
         }
         let usedVariables = variables(applinks)
+        if let defaults = applinks.defaults {
+            defaultsKeys(defaults, level: .applinks, pointer: pointer + "/defaults", details: applinks.details, applinks: applinks)
+        }
         var firstListing: [String: (detail: Int, pointer: String)] = [:]
         for (index, detail) in applinks.details.enumerated() {
             let detailJSON = root.value(at: detail.location)
             appIDs(detail, json: detailJSON, index: index, in: applinks, firstListing: &firstListing)
+            if let defaults = detail.defaults {
+                defaultsKeys(defaults, level: .detail, pointer: JSONPointer.appending(detail.location, "defaults"), details: [detail], applinks: applinks)
+            }
             rules(detail, json: detailJSON, applinks: applinks)
         }
         for name in applinks.substitutionVariables.keys.sorted() where !usedVariables.contains(name) {
             add(
                 "variable-unused", .info, "substitution variable \"\(name)\" is not used by any component",
                 at: pointer + "/substitutionVariables/" + JSONPointer.escape(name), fix: "Remove it, or reference it as $(\(name)).")
+        }
+    }
+
+    // MARK: Defaults
+
+    /// A note for each of `/`, `?`, `#` and `exclude` a `defaults` object sets (legal, but every
+    /// component that leaves the key out inherits it), and the checks of its patterns.
+    mutating func defaultsKeys(
+        _ defaults: ComponentDefaults, level: DefaultsLevel, pointer: String, details: [AppLinksDetail], applinks: AppLinks
+    ) {
+        // How many of the components in reach take each key from this level.
+        var inheriting: [ComponentKey: Int] = [:]
+        var total = 0
+        for detail in details {
+            for resolved in applinks.resolvedComponents(of: detail) {
+                total += 1
+                for key in resolved.inherited where key.level == level { inheriting[key.key, default: 0] += 1 }
+            }
+        }
+        let scope = level == .applinks ? "in the file" : "of this detail"
+        func note(_ key: ComponentKey, _ effect: String) {
+            let count = inheriting[key, default: 0]
+            add(
+                "defaults-inherited-key", .info,
+                "\"\(key.rawValue)\" in \(level.displayName) applies to every component that leaves it out (\(count) of \(total) components \(scope)): \(effect)",
+                at: JSONPointer.appending(pointer, key.rawValue),
+                fix: "Keep it if that is intended; a component sets its own \"\(key.rawValue)\" to override it, or write the key into the components that need it.")
+        }
+        if let path = defaults.path { note(.path, "they match only paths matching \(Canonical.quote(path))") }
+        if let query = defaults.query {
+            let effect = query == .ignored
+                ? "they match any query (the dictionary is ignored)"
+                : "they need the query to match \(RuleText.query(query))"
+            note(.query, effect)
+        }
+        if let fragment = defaults.fragment { note(.fragment, "they need the fragment to match \(Canonical.quote(fragment))") }
+        if let exclude = defaults.exclude {
+            note(.exclude, exclude ? "they block the URLs they match instead of opening the app" : "they open the app for the URLs they match")
+        }
+        let percentEncoded: Bool = switch level {
+        case .applinks: defaults.percentEncoded ?? true
+        case .detail: defaults.percentEncoded ?? applinks.defaults?.percentEncoded ?? true
+        }
+        let written = ComponentRule(path: defaults.path, query: defaults.query, fragment: defaults.fragment, location: pointer)
+        for pattern in Self.patterns(of: written) {
+            checkPattern(pattern, percentEncoded: percentEncoded, variables: applinks.substitutionVariables)
         }
     }
 
@@ -347,12 +393,14 @@ struct Linter {
             }
         }
         var used = Set<String>()
-        for detail in applinks.details {
-            for rule in detail.components ?? [] {
-                for pattern in Self.patterns(of: rule) {
-                    for reference in Self.variableReferences(pattern.text) {
-                        if case .name(let n) = reference { used.insert(n) }
-                    }
+        // Patterns written in components and in defaults (from where components inherit them).
+        let defaultsPatterns = ([applinks.defaults] + applinks.details.map(\.defaults)).compactMap { $0 }.map {
+            ComponentRule(path: $0.path, query: $0.query, fragment: $0.fragment)
+        }
+        for rule in applinks.details.flatMap({ $0.components ?? [] }) + defaultsPatterns {
+            for pattern in Self.patterns(of: rule) {
+                for reference in Self.variableReferences(pattern.text) {
+                    if case .name(let n) = reference { used.insert(n) }
                 }
             }
         }
@@ -412,7 +460,7 @@ struct Linter {
             }
             if let first = firstListing[id] {
                 let earlier = applinks.details[first.detail]
-                let decidesAll = Self.decidesEveryURL(earlier)
+                let decidesAll = Self.decidesEveryURL(earlier, applinks: applinks)
                 add(
                     "duplicate-app-id", .warning,
                     "app ID \"\(id)\" was already listed at \(first.pointer); "
@@ -578,27 +626,32 @@ struct Linter {
         return pathAll && fragmentAll && queryAll
     }
 
-    /// Whether a detail reaches a decision for every URL (a catch-all rule).
-    static func decidesEveryURL(_ detail: AppLinksDetail) -> Bool {
-        if let components = detail.components { return components.contains(where: isCatchAll) }
+    /// Whether a detail reaches a decision for every URL (a catch-all rule, keys inherited from
+    /// `defaults` included).
+    static func decidesEveryURL(_ detail: AppLinksDetail, applinks: AppLinks) -> Bool {
+        if detail.components != nil { return applinks.resolvedComponents(of: detail).contains { isCatchAll($0.rule) } }
         return (detail.paths ?? []).contains { isAllStars($0.hasPrefix("NOT ") ? String($0.dropFirst(4)) : $0) }
     }
 
     mutating func componentRules(_ components: [ComponentRule], detail: AppLinksDetail, applinks: AppLinks) {
         var catchAll: String?
         var earlier: [ComponentRule: String] = [:]
-        for rule in components {
+        for written in components {
+            // Judged as the matcher reads it: with the keys it inherits from defaults.
+            let resolved = written.resolved(detailDefaults: detail.defaults, applinksDefaults: applinks.defaults)
+            let rule = resolved.rule
             if rule.path == nil, rule.query == nil, rule.fragment == nil {
                 add(
                     "empty-component", .warning,
-                    "the component has no \"/\", \"?\" or \"#\" pattern, so it matches every URL"
-                        + (rule.exclude ? " and blocks them all" : ""),
+                    "the component has no \"/\", \"?\" or \"#\" pattern (nor inherits one from defaults), so it matches every URL"
+                        + (resolved.isExclusion ? " and blocks them all" : ""),
                     at: rule.location, fix: "Add the patterns it should match; write {\"/\": \"*\"} if a catch-all is intended.")
             }
             var key = rule
             key.location = ""
             key.comment = nil
-            key.exclude = false
+            key.exclude = nil
+            key.options = ComponentDefaults(caseSensitive: resolved.caseSensitive, percentEncoded: resolved.percentEncoded)
             if let c = catchAll {
                 add(
                     "unreachable-rule", .warning, "this component can never decide: the component at \(c) matches every URL first",
@@ -610,9 +663,9 @@ struct Linter {
             }
             if earlier[key] == nil { earlier[key] = rule.location }
             if catchAll == nil, Self.isCatchAll(rule) { catchAll = rule.location }
-            let percentEncoded = rule.options.percentEncoded ?? detail.defaults?.percentEncoded ?? applinks.defaults?.percentEncoded ?? true
-            for pattern in Self.patterns(of: rule) {
-                checkPattern(pattern, percentEncoded: percentEncoded, variables: applinks.substitutionVariables)
+            // Only the component's own patterns: inherited ones are checked once, where defaults set them.
+            for pattern in Self.patterns(of: written) {
+                checkPattern(pattern, percentEncoded: resolved.percentEncoded, variables: applinks.substitutionVariables)
             }
         }
     }

@@ -8,8 +8,10 @@
 ///   matches anything, an absent query or fragment reads as the empty string;
 /// * a detail without `components` uses its legacy `paths`: only the path, always
 ///   case-sensitive and percent-encoded, a `NOT ` prefix excludes;
-/// * `caseSensitive` and `percentEncoded` come from the component, else the detail's
-///   `defaults`, else `applinks.defaults`, else `true`;
+/// * every key a component leaves out (`/`, `?`, `#`, `exclude`, `caseSensitive`,
+///   `percentEncoded`) comes from the detail's `defaults`, else `applinks.defaults`; a key no level
+///   sets is absent (`exclude` then `false`, the two flags `true`); a `?` is taken as a whole
+///   (dictionaries are not merged); legacy `paths` take no defaults;
 /// * `percentEncoded: true` compares the parts as written in the URL (escapes and their hex case
 ///   significant); `false` percent-decodes the URL part and leaves the pattern as written;
 /// * paths: leading and trailing runs of `/` are insignificant on both sides, and a pattern
@@ -18,19 +20,27 @@
 ///   items not named are ignored; a dictionary with a non-string value matches any query.
 public struct CompiledAssociation: Sendable {
     /// The document this was compiled from.
-    public let document: AASADocument
+    public var document: AASADocument { source.document }
+    /// The document behind one reference, so that copying a compiled file (``URLMatcher`` does
+    /// per decision) retains three references, not every array and string of the document.
+    private let source: Source
     let details: [CompiledDetail]
     let detailsByApp: [String: [Int]]
 
+    private final class Source: Sendable {
+        let document: AASADocument
+        init(_ document: AASADocument) { self.document = document }
+    }
+
     /// Compiles the `applinks` of a document (a document without `applinks` never matches).
     public init(document: AASADocument) {
-        self.document = document
+        self.source = Source(document)
         let applinks = document.applinks
         let variables = applinks?.substitutionVariables ?? [:]
         var details: [CompiledDetail] = []
         var byApp: [String: [Int]] = [:]
         for (index, detail) in (applinks?.details ?? []).enumerated() {
-            details.append(CompiledDetail(index: index, detail: detail, domainDefaults: applinks?.defaults, variables: variables))
+            details.append(CompiledDetail(index: index, detail: detail, applinksDefaults: applinks?.defaults, variables: variables))
             var seen = Set<String>()
             for appID in detail.appIDs where seen.insert(appID).inserted {
                 byApp[appID, default: []].append(index)
@@ -90,16 +100,13 @@ final class CompiledDetail: Sendable {
     let index: Int
     let body: Body
 
-    init(index: Int, detail: AppLinksDetail, domainDefaults: ComponentDefaults?, variables: [String: [String]]) {
+    init(index: Int, detail: AppLinksDetail, applinksDefaults: ComponentDefaults?, variables: [String: [String]]) {
         self.index = index
         if let components = detail.components {
             let compiled = components.enumerated().map { position, rule in
                 CompiledComponent(
-                    index: position, rule: rule,
-                    caseSensitive: rule.options.caseSensitive ?? detail.defaults?.caseSensitive
-                        ?? domainDefaults?.caseSensitive ?? true,
-                    percentEncoded: rule.options.percentEncoded ?? detail.defaults?.percentEncoded
-                        ?? domainDefaults?.percentEncoded ?? true,
+                    index: position, written: rule,
+                    resolved: rule.resolved(detailDefaults: detail.defaults, applinksDefaults: applinksDefaults),
                     variables: variables
                 )
             }
@@ -178,21 +185,28 @@ final class CompiledComponent: Sendable {
     }
 
     let index: Int
+    /// The component with the keys it inherits from `defaults` filled in.
     let rule: ComponentRule
+    /// The keys it inherits, in ``ComponentKey`` order.
+    let inherited: [InheritedKey]
     let caseSensitive: Bool
     let percentEncoded: Bool
     let exclude: Bool
     let path: CompiledPattern?
     let query: Query
     let fragment: CompiledPattern?
+    /// The component as written (without inherited keys).
     let ruleText: String
 
-    init(index: Int, rule: ComponentRule, caseSensitive: Bool, percentEncoded: Bool, variables: [String: [String]]) {
+    init(index: Int, written: ComponentRule, resolved: ResolvedComponent, variables: [String: [String]]) {
+        let rule = resolved.rule
+        let caseSensitive = resolved.caseSensitive
         self.index = index
         self.rule = rule
+        self.inherited = resolved.inherited
         self.caseSensitive = caseSensitive
-        self.percentEncoded = percentEncoded
-        exclude = rule.exclude
+        self.percentEncoded = resolved.percentEncoded
+        exclude = resolved.isExclusion
         path = rule.path.map { CompiledPattern($0, role: .path, caseSensitive: caseSensitive, variables: variables) }
         fragment = rule.fragment.map { CompiledPattern($0, role: .plain, caseSensitive: caseSensitive, variables: variables) }
         switch rule.query {
@@ -208,7 +222,12 @@ final class CompiledComponent: Sendable {
                 )
             })
         }
-        ruleText = RuleText.render(rule)
+        ruleText = RuleText.render(written)
+    }
+
+    /// The level a pattern key came from, or `nil` when the component sets it.
+    func inheritedLevel(_ key: ComponentKey) -> DefaultsLevel? {
+        inherited.first { $0.key == key }?.level
     }
 
     /// Whether every specified part matches.
@@ -235,16 +254,9 @@ enum RuleText {
     static func render(_ rule: ComponentRule) -> String {
         var fields: [String] = []
         if let path = rule.path { fields.append("\"/\":\(quoted(path))") }
-        switch rule.query {
-        case .string(let query)?: fields.append("\"?\":\(quoted(query))")
-        case .items(let items)?:
-            let inner = items.map { "\(quoted($0.name)):\(quoted($0.pattern))" }.joined(separator: ",")
-            fields.append("\"?\":{\(inner)}")
-        case .ignored?: fields.append("\"?\":{…ignored…}")
-        case nil: break
-        }
+        if let query = rule.query { fields.append("\"?\":\(self.query(query))") }
         if let fragment = rule.fragment { fields.append("\"#\":\(quoted(fragment))") }
-        if rule.exclude { fields.append("\"exclude\":true") }
+        if let exclude = rule.exclude { fields.append("\"exclude\":\(exclude)") }
         if let value = rule.options.caseSensitive { fields.append("\"caseSensitive\":\(value)") }
         if let value = rule.options.percentEncoded { fields.append("\"percentEncoded\":\(value)") }
         return "{" + fields.joined(separator: ",") + "}"
@@ -252,5 +264,14 @@ enum RuleText {
 
     static func quoted(_ string: String) -> String {
         Canonical.quote(string)
+    }
+
+    /// A `?` value as JSON-like text, items in file order.
+    static func query(_ query: QueryPattern) -> String {
+        switch query {
+        case .string(let string): quoted(string)
+        case .items(let items): "{" + items.map { "\(quoted($0.name)):\(quoted($0.pattern))" }.joined(separator: ",") + "}"
+        case .ignored: "{…ignored…}"
+        }
     }
 }

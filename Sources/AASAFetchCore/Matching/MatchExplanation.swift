@@ -42,14 +42,24 @@ public struct RuleReport: Codable, Sendable, Hashable {
     public var kind: String
     /// Its index.
     public var index: Int
-    /// The rule as JSON-like text.
+    /// The rule as JSON-like text, as written in the file.
     public var rule: String
+    /// The keys the component leaves out and takes from `defaults` (which key, which level,
+    /// which value); empty when it inherits none (and for legacy paths).
+    public var inherited: [InheritedKey]
 
     /// Creates a report.
-    public init(kind: String, index: Int, rule: String) {
+    public init(kind: String, index: Int, rule: String, inherited: [InheritedKey] = []) {
         self.kind = kind
         self.index = index
         self.rule = rule
+        self.inherited = inherited
+    }
+
+    /// `; from defaults: "/":"/shop/*" from the detail's defaults, …`, or empty.
+    var inheritedSuffix: String {
+        guard !inherited.isEmpty else { return "" }
+        return "; from defaults: " + inherited.map(\.summary).joined(separator: ", ")
     }
 }
 
@@ -112,15 +122,21 @@ public struct PartFailure: Codable, Sendable, Hashable {
     /// Substitution variables with no fitting value: replacing them with `*` would match (an
     /// undefined variable is always listed).
     public var variablesWithoutValue: [String]
+    /// The `defaults` level the pattern comes from, when the component does not set it itself.
+    public var inheritedFrom: DefaultsLevel?
 
     /// Creates a failure.
-    public init(part: Part, name: String? = nil, pattern: String, text: String, caseOnly: Bool = false, variablesWithoutValue: [String] = []) {
+    public init(
+        part: Part, name: String? = nil, pattern: String, text: String, caseOnly: Bool = false, variablesWithoutValue: [String] = [],
+        inheritedFrom: DefaultsLevel? = nil
+    ) {
         self.part = part
         self.name = name
         self.pattern = pattern
         self.text = text
         self.caseOnly = caseOnly
         self.variablesWithoutValue = variablesWithoutValue
+        self.inheritedFrom = inheritedFrom
     }
 
     /// A short human description (`path "/Help/1" does not match "/help/*" (case only)`).
@@ -135,6 +151,7 @@ public struct PartFailure: Codable, Sendable, Hashable {
         if !variablesWithoutValue.isEmpty {
             text += " (no fitting value for " + variablesWithoutValue.map { "$(\($0))" }.joined(separator: ", ") + ")"
         }
+        if let inheritedFrom { text += " (pattern from \(inheritedFrom.displayName))" }
         return text
     }
 }
@@ -183,8 +200,8 @@ extension CompiledAssociation {
                     }
                     let miss = NearMiss(
                         host: host, detail: index,
-                        component: RuleReport(kind: "component", index: component.index, rule: component.ruleText), failures: failures,
-                        matchedParts: specified - failures.count
+                        component: RuleReport(kind: "component", index: component.index, rule: component.ruleText, inherited: component.inherited),
+                        failures: failures, matchedParts: specified - failures.count
                     )
                     if miss.isNearer(than: best) { best = miss }
                 }
@@ -196,14 +213,16 @@ extension CompiledAssociation {
     private func partFailures(_ component: CompiledComponent, context: inout URLContext) -> [PartFailure] {
         var failures: [PartFailure] = []
         let encoded = component.percentEncoded
-        if let path = component.path, let failure = failureIfAny(path, part: .path, name: nil, percentEncoded: encoded, context: &context) {
+        if let path = component.path, var failure = failureIfAny(path, part: .path, name: nil, percentEncoded: encoded, context: &context) {
+            failure.inheritedFrom = component.inheritedLevel(.path)
             failures.append(failure)
         }
         switch component.query {
         case .any:
             break
         case .whole(let pattern):
-            if let failure = failureIfAny(pattern, part: .query, name: nil, percentEncoded: encoded, context: &context) {
+            if var failure = failureIfAny(pattern, part: .query, name: nil, percentEncoded: encoded, context: &context) {
+                failure.inheritedFrom = component.inheritedLevel(.query)
                 failures.append(failure)
             }
         case .items(let items):
@@ -212,14 +231,25 @@ extension CompiledAssociation {
                 let name = itemName(component, item.name)
                 let texts = values.filter { $0.name == item.name }.map { String(decoding: $0.value, as: UTF8.self) }
                 let failing = texts.first { !item.pattern.matches($0) } ?? texts.first ?? ""
-                failures.append(failure(item.pattern, part: .queryItem, name: name, text: failing))
+                var itemFailure = failure(item.pattern, part: .queryItem, name: name, text: failing)
+                itemFailure.inheritedFrom = component.inheritedLevel(.query)
+                failures.append(itemFailure)
             }
         }
         if let fragment = component.fragment,
-           let failure = failureIfAny(fragment, part: .fragment, name: nil, percentEncoded: encoded, context: &context) {
+           var failure = failureIfAny(fragment, part: .fragment, name: nil, percentEncoded: encoded, context: &context) {
+            failure.inheritedFrom = component.inheritedLevel(.fragment)
             failures.append(failure)
         }
         return failures
+    }
+
+    /// The keys the deciding component took from `defaults` (none for legacy paths).
+    func inheritedKeys(detail: Int, rule: DecidingRule) -> [InheritedKey] {
+        guard case .component(let position) = rule, details.indices.contains(detail),
+              case .components(let components, _) = details[detail].body, components.indices.contains(position)
+        else { return [] }
+        return components[position].inherited
     }
 
     private static func replacing(_ target: String, with replacement: String, in source: String) -> String {
@@ -318,12 +348,14 @@ struct Explainer {
         for (host, file) in files {
             let outcome = file.decide(appID: appID, context: &context)
             guard outcome.decision != .noMatch, let detail = outcome.detail, let rule = outcome.rule else { continue }
-            let report = RuleReport(kind: rule.kind, index: rule.index, rule: outcome.ruleText ?? "")
+            let report = RuleReport(
+                kind: rule.kind, index: rule.index, rule: outcome.ruleText ?? "", inherited: file.inheritedKeys(detail: detail, rule: rule)
+            )
             let verb = outcome.decision == .match ? "matched" : "matched an exclusion"
             let place = host.map { " of the file for \($0)" } ?? ""
             return MatchExplanation(
                 url: url, appID: appID, decision: outcome.decision, host: host, detail: detail, component: report,
-                reason: "\(rule.kind) \(rule.index) of detail \(detail)\(place) \(verb): \(report.rule)"
+                reason: "\(rule.kind) \(rule.index) of detail \(detail)\(place) \(verb): \(report.rule)\(report.inheritedSuffix)"
             )
         }
         if !files.contains(where: { $0.file.listsApp(appID) }) {

@@ -93,16 +93,37 @@ public struct AppLinksDetail: Sendable, Hashable {
     }
 }
 
-/// `caseSensitive` and `percentEncoded` at one level of the defaults hierarchy
-/// (component > detail `defaults` > `applinks.defaults` > `true`).
+/// The component keys one level of `defaults` sets (`applinks.defaults` or a detail's
+/// `defaults`); `nil` means the level leaves the key out, so it is inherited from the next level
+/// (component > detail `defaults` > `applinks.defaults`; see
+/// ``ComponentRule/resolved(detailDefaults:applinksDefaults:)``).
+///
+/// ``ComponentRule/options`` uses the same type for the component's own `caseSensitive` and
+/// `percentEncoded`; there the pattern keys and `exclude` are never set (they are the rule's own
+/// fields).
 public struct ComponentDefaults: Sendable, Hashable {
+    /// The `/` path pattern every component without its own inherits.
+    public var path: String?
+    /// The `?` query pattern every component without its own inherits (as a whole).
+    public var query: QueryPattern?
+    /// The `#` fragment pattern every component without its own inherits.
+    public var fragment: String?
+    /// `exclude`, for every component without its own.
+    public var exclude: Bool?
     /// Whether matching is case-sensitive; `nil` inherits.
     public var caseSensitive: Bool?
     /// Whether patterns are written percent-encoded; `nil` inherits.
     public var percentEncoded: Bool?
 
     /// Creates defaults.
-    public init(caseSensitive: Bool? = nil, percentEncoded: Bool? = nil) {
+    public init(
+        path: String? = nil, query: QueryPattern? = nil, fragment: String? = nil, exclude: Bool? = nil,
+        caseSensitive: Bool? = nil, percentEncoded: Bool? = nil
+    ) {
+        self.path = path
+        self.query = query
+        self.fragment = fragment
+        self.exclude = exclude
         self.caseSensitive = caseSensitive
         self.percentEncoded = percentEncoded
     }
@@ -110,17 +131,18 @@ public struct ComponentDefaults: Sendable, Hashable {
 
 /// One object of a detail's `components` array.
 public struct ComponentRule: Sendable, Hashable {
-    /// The `/` path pattern; `nil` when absent (matches any path).
+    /// The `/` path pattern; `nil` when absent (inherited from `defaults`, else matches any path).
     public var path: String?
-    /// The `?` query pattern; `nil` when absent (matches any query).
+    /// The `?` query pattern; `nil` when absent (inherited from `defaults`, else matches any query).
     public var query: QueryPattern?
-    /// The `#` fragment pattern; `nil` when absent (matches any fragment).
+    /// The `#` fragment pattern; `nil` when absent (inherited from `defaults`, else matches any fragment).
     public var fragment: String?
-    /// Whether a match blocks the link instead of opening the app.
-    public var exclude: Bool
+    /// Whether a match blocks the link instead of opening the app; `nil` when absent (inherited
+    /// from `defaults`, else `false`).
+    public var exclude: Bool?
     /// The `comment`, ignored by the system.
     public var comment: String?
-    /// Component-level `caseSensitive` and `percentEncoded`.
+    /// Component-level `caseSensitive` and `percentEncoded` (only these two are read here).
     public var options: ComponentDefaults
     /// JSON pointer of this component.
     public var location: String
@@ -130,7 +152,7 @@ public struct ComponentRule: Sendable, Hashable {
         path: String? = nil,
         query: QueryPattern? = nil,
         fragment: String? = nil,
-        exclude: Bool = false,
+        exclude: Bool? = nil,
         comment: String? = nil,
         options: ComponentDefaults = ComponentDefaults(),
         location: String = ""
