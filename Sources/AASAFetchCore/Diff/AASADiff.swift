@@ -45,6 +45,10 @@ public struct AASAChange: Sendable, Codable, Hashable {
 ///   `applinks.defaults` (`defaults-changed` without `appID`), each substitution variable
 ///   (`variables-changed`).
 ///
+/// When apps listed by the same details share a `rules-changed` of more than ``sharedTextLines``
+/// rules, only the first app (sorted) carries `before` and `after`; the others say so in their
+/// description. The cost and the output then grow with the files, not with apps × rules.
+///
 /// Order (deterministic): services in ``Service`` order, added/removed services first; then for
 /// each service in both: domain defaults, variables by name, removed apps, added apps (sorted),
 /// then rule and defaults changes per app (sorted).
@@ -89,8 +93,20 @@ public enum AASADiff {
                 changes.append(AASAChange(kind: "app-added", service: service, appID: app, description: "\(app) added to \(service.name)"))
             }
             guard service == .applinks else { continue }
+            // Each side's details are indexed by app once, and apps listed by the same details on
+            // both sides share one comparison: the cost grows with the file, not with apps × details.
+            let oldDetails = DetailIndex(old.applinks)
+            let newDetails = DetailIndex(new.applinks)
+            var compared: [[[Int]]: (comparison: AppComparison, firstApp: String)] = [:]
             for app in oldSet.intersection(newSet).sorted() {
-                changes += appChanges(app, old.applinks, new.applinks)
+                let key = [oldDetails.details(of: app), newDetails.details(of: app)]
+                if let (comparison, firstApp) = compared[key] {
+                    changes += comparison.changes(for: app, sameAs: firstApp)
+                } else {
+                    let comparison = AppComparison(old: oldDetails, key[0], new: newDetails, key[1])
+                    compared[key] = (comparison, app)
+                    changes += comparison.changes(for: app, sameAs: nil)
+                }
             }
         }
         return changes
@@ -121,31 +137,82 @@ public enum AASADiff {
         return changes
     }
 
-    static func appChanges(_ app: String, _ old: AppLinks?, _ new: AppLinks?) -> [AASAChange] {
-        var changes: [AASAChange] = []
-        let oldDetails = (old?.details ?? []).filter { $0.appIDs.contains(app) }
-        let newDetails = (new?.details ?? []).filter { $0.appIDs.contains(app) }
-        let oldRules = oldDetails.flatMap(Canonical.rules)
-        let newRules = newDetails.flatMap(Canonical.rules)
-        if oldRules != newRules {
-            let (removed, added) = SequenceDiff.difference(oldRules, newRules)
-            let before = removed.map { "\($0 + 1). \(oldRules[$0])" }.joined(separator: "\n")
-            let after = added.map { "\($0 + 1). \(newRules[$0])" }.joined(separator: "\n")
-            changes.append(
-                AASAChange(
-                    kind: "rules-changed", service: .applinks, appID: app,
-                    description: "applinks rules for \(app) changed: \(added.count) added, \(removed.count) removed (\(oldRules.count) → \(newRules.count) rules)",
-                    before: before.isEmpty ? nil : before, after: after.isEmpty ? nil : after))
+    /// Above this many removed and added rules, a `rules-changed` shared by several apps lists the
+    /// rules for the first app only.
+    public static let sharedTextLines = 20
+
+    /// The details of one side, with the canonical rules and defaults of each computed once.
+    struct DetailIndex {
+        private var byApp: [String: [Int]] = [:]
+        let rules: [[String]]
+        let defaults: [String]
+
+        init(_ applinks: AppLinks?) {
+            let details = applinks?.details ?? []
+            rules = details.map(Canonical.rules)
+            defaults = details.map { Canonical.defaults($0.defaults) }
+            for (index, detail) in details.enumerated() {
+                CostProbe.count(1 + detail.appIDs.count)
+                for app in detail.appIDs where byApp[app]?.last != index {
+                    byApp[app, default: []].append(index)
+                }
+            }
         }
-        let oldDefaults = Canonical.detailDefaults(oldDetails)
-        let newDefaults = Canonical.detailDefaults(newDetails)
-        if oldDefaults != newDefaults {
-            changes.append(
-                AASAChange(
-                    kind: "defaults-changed", service: .applinks, appID: app, description: "detail defaults for \(app) changed",
-                    before: oldDefaults.joined(separator: "\n"), after: newDefaults.joined(separator: "\n")))
+
+        /// The positions of the details that list `app`, in file order.
+        func details(of app: String) -> [Int] {
+            CostProbe.count(1)
+            return byApp[app] ?? []
         }
-        return changes
+    }
+
+    /// How the rules and detail defaults of an app listed by some details changed.
+    struct AppComparison {
+        var rules: (before: String?, after: String?, added: Int, removed: Int, oldCount: Int, newCount: Int)?
+        var defaults: (before: String, after: String)?
+
+        init(old: DetailIndex, _ oldDetails: [Int], new: DetailIndex, _ newDetails: [Int]) {
+            let oldRules = oldDetails.flatMap { old.rules[$0] }
+            let newRules = newDetails.flatMap { new.rules[$0] }
+            CostProbe.count(oldRules.count + newRules.count)
+            if oldRules != newRules {
+                let (removed, added) = SequenceDiff.difference(oldRules, newRules)
+                let before = removed.map { "\($0 + 1). \(oldRules[$0])" }.joined(separator: "\n")
+                let after = added.map { "\($0 + 1). \(newRules[$0])" }.joined(separator: "\n")
+                rules = (before.isEmpty ? nil : before, after.isEmpty ? nil : after, added.count, removed.count, oldRules.count, newRules.count)
+            }
+            let oldDefaults = Canonical.detailDefaults(oldDetails.map { (old.rules[$0], old.defaults[$0]) })
+            let newDefaults = Canonical.detailDefaults(newDetails.map { (new.rules[$0], new.defaults[$0]) })
+            if oldDefaults != newDefaults {
+                defaults = (oldDefaults.joined(separator: "\n"), newDefaults.joined(separator: "\n"))
+            }
+        }
+
+        /// The changes for `app`. When an earlier app, `sameAs`, has the same change and its
+        /// `before` and `after` run over ``sharedTextLines`` lines, they are not repeated (a
+        /// detail that lists thousands of apps would repeat them thousands of times).
+        func changes(for app: String, sameAs firstApp: String?) -> [AASAChange] {
+            var changes: [AASAChange] = []
+            if let rules {
+                var description = "applinks rules for \(app) changed: \(rules.added) added, \(rules.removed) removed (\(rules.oldCount) → \(rules.newCount) rules)"
+                var before = rules.before
+                var after = rules.after
+                if let firstApp, rules.added + rules.removed > AASADiff.sharedTextLines {
+                    description += "; the same change as for \(firstApp), where the rules are listed"
+                    before = nil
+                    after = nil
+                }
+                changes.append(
+                    AASAChange(kind: "rules-changed", service: .applinks, appID: app, description: description, before: before, after: after))
+            }
+            if let defaults {
+                changes.append(
+                    AASAChange(
+                        kind: "defaults-changed", service: .applinks, appID: app, description: "detail defaults for \(app) changed",
+                        before: defaults.before, after: defaults.after))
+            }
+            return changes
+        }
     }
 }
 
@@ -185,11 +252,10 @@ enum Canonical {
 
     /// The `defaults` of the details that contribute rules, consecutive repeats collapsed (so
     /// splitting or merging details with the same defaults is no change).
-    static func detailDefaults(_ details: [AppLinksDetail]) -> [String] {
+    static func detailDefaults(_ details: [(rules: [String], defaults: String)]) -> [String] {
         var result: [String] = []
-        for detail in details where !rules(detail).isEmpty {
-            let text = defaults(detail.defaults)
-            if result.last != text { result.append(text) }
+        for detail in details where !detail.rules.isEmpty {
+            if result.last != detail.defaults { result.append(detail.defaults) }
         }
         return result
     }
