@@ -9,6 +9,9 @@ import Foundation
 /// Human output (stdout): one line per change, `kind service appID: description`, followed by
 /// `- ` lines (before) and `+ ` lines (after) where useful; `no semantic change` otherwise.
 ///
+/// Each file is read up to `--max-size` bytes (default 128 KiB, Apple's limit); a larger one is
+/// `file-too-large` (exit 2) and is not parsed.
+///
 /// `--json` output (stdout):
 /// ```json
 /// {
@@ -22,7 +25,7 @@ import Foundation
 /// }
 /// ```
 /// When an input cannot be used, `changed` is absent, `changes` is empty and `error` is
-/// `{"file": "new.json", "code": "file-unreadable" | "invalid-json" | "not-an-association-file",
+/// `{"file": "new.json", "code": "file-unreadable" | "file-too-large" | "invalid-json" | "not-an-association-file",
 /// "message": "…"}` (the message is also written to standard error).
 ///
 /// Exit status: 0 no semantic change, 1 changes found, 2 an input is unreadable, not JSON or
@@ -46,12 +49,22 @@ public struct Diff: AsyncParsableCommand {
     @Flag(help: "Write the changes as JSON.")
     public var json = false
 
+    /// The size limit for each file.
+    @Option(name: .customLong("max-size"), help: ArgumentHelp("Largest file read, in bytes (default 131072 = 128 KiB).", valueName: "bytes"))
+    public var maxSize: Int = LintOptions.defaultMaxSize
+
     /// Creates the command with default values (ArgumentParser fills them).
     public init() {}
 
+    /// Rejects a non-positive size limit (exit 64).
+    public func validate() throws {
+        guard maxSize > 0 else { throw ValidationError("--max-size must be a positive number of bytes.") }
+    }
+
     /// Runs the command: writes the report and throws the exit status (1 or 2) when not 0.
     public func run() async throws {
-        let report = Self.report(old: old, new: new, read: Lint.readFile)
+        let limit = maxSize
+        let report = Self.report(old: old, new: new) { path in try Lint.readFile(path, limit: limit) }
         let console = Console.standard
         if let error = report.error {
             console.err("error: \(error.code): \(error.message)")
@@ -78,6 +91,10 @@ public struct Diff: AsyncParsableCommand {
             let bytes: [UInt8]
             do {
                 bytes = try read(path)
+            } catch let error as BoundedFileError {
+                let failure = CommandFailure(fileError: error, path: path)
+                report.error = .init(file: path, code: failure.code, message: failure.message)
+                return report
             } catch {
                 report.error = .init(file: path, code: "file-unreadable", message: "cannot read \(path): \((error as NSError).localizedDescription)")
                 return report
@@ -120,7 +137,7 @@ public struct DiffReport: Sendable, Codable, Hashable {
     public struct InputError: Sendable, Codable, Hashable {
         /// The file concerned.
         public var file: String
-        /// `file-unreadable`, `invalid-json` or `not-an-association-file`.
+        /// `file-unreadable`, `file-too-large`, `invalid-json` or `not-an-association-file`.
         public var code: String
         /// What happened.
         public var message: String

@@ -30,6 +30,9 @@ import Foundation
 ///
 /// Exit status: 0 no error findings (warnings allowed), 1 at least one error finding,
 /// 2 a file could not be read (takes precedence). `-` reads standard input.
+///
+/// A file is read up to `--max-size` bytes: a larger one gets the single finding `too-large` and
+/// is not parsed (reading stops there, so `/dev/zero` or a huge pipe costs no more).
 public struct Lint: AsyncParsableCommand {
     /// The command's name, help and exit-status documentation.
     public static let configuration = CommandConfiguration(
@@ -60,7 +63,8 @@ public struct Lint: AsyncParsableCommand {
 
     /// Runs the command: writes the report and throws the exit status (1 or 2) when not 0.
     public func run() async throws {
-        let report = Self.report(files: files, options: LintOptions(maxSize: maxSize), read: Self.readFile)
+        let limit = maxSize
+        let report = Self.report(files: files, options: LintOptions(maxSize: maxSize)) { path in try Self.readFile(path, limit: limit) }
         let console = Console.standard
         if json {
             try console.json(report)
@@ -80,10 +84,10 @@ public struct Lint: AsyncParsableCommand {
         return nil
     }
 
-    /// Reads a file, or standard input for `-`.
-    public static func readFile(_ path: String) throws -> [UInt8] {
-        if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
-        return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    /// Reads a file, or standard input for `-`, at most `limit` bytes.
+    /// - Throws: ``BoundedFileError`` (`tooLarge` past the limit, without reading on).
+    public static func readFile(_ path: String, limit: Int) throws -> [UInt8] {
+        try BoundedFile.read(path: path, limit: limit)
     }
 
     /// Lints every file; `read` supplies the bytes (tests pass their own).
@@ -93,8 +97,14 @@ public struct Lint: AsyncParsableCommand {
             let bytes: [UInt8]
             do {
                 bytes = try read(path)
+            } catch BoundedFileError.tooLarge(let size, let limit) {
+                // Over the limit: the one finding, and the rest of the file is never parsed.
+                let file = LintFileReport(path: path, size: size, findings: [AASALinter.tooLargeFinding(size: size, limit: limit)])
+                report.errors += file.errors
+                report.files.append(file)
+                continue
             } catch {
-                let message = "cannot read \(path): \((error as NSError).localizedDescription)"
+                let message = (error as? BoundedFileError)?.message(path: path) ?? "cannot read \(path): \((error as NSError).localizedDescription)"
                 report.files.append(LintFileReport(path: path, findings: [], readError: .init(code: "file-unreadable", message: message)))
                 report.unreadable += 1
                 continue
