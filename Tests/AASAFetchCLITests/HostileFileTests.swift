@@ -134,4 +134,48 @@ struct HostileFileTests {
         #expect(urls.status == 2)
         #expect(urls.stderr.contains("urls-line-too-long:"), "\(urls.stderr)")
     }
+
+    /// `export` over a store holding host names a tampered SQLite file or a shared PostgreSQL store
+    /// may hold: nothing is written outside `--out`, the unsafe names are skipped with a warning
+    /// (exit 1), and `x.cdn` on the origin route and `x` on the CDN route get separate files.
+    @Test func exportStaysInsideItsFolder() async throws {
+        let dir = try F.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cache = dir.appendingPathComponent("cache")
+        try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+        let store = try SQLiteAssociationStore(path: cache.appendingPathComponent(SQLiteAssociationStore.fileName).path)
+        let safe = [HostKey(host: "x.cdn"), HostKey(host: "x", route: .cdn), HostKey(host: "good.example.com")]
+        let unsafe = [HostKey(host: "../escape"), HostKey(host: "/abs/x", route: .cdn), HostKey(host: "a/../../b"), HostKey(host: ".."),
+                      HostKey(host: "evil\u{1B}]0;title\u{07}")]
+        let now = Date()
+        _ = try await store.register(hosts: (safe + unsafe).map { HostRegistration(key: $0, tier: 0) }, needs: [], now: now)
+        func body(_ key: HostKey) -> [UInt8] { Array("{\"applinks\":{\"details\":[]},\"for\":\"\(key)\"}".utf8) }
+        for key in safe + unsafe {
+            let result = StoredResult(code: "ok", reason: "HTTP 200", httpStatus: 200, url: "https://example.com/", headers: [],
+                                      body: body(key), fetchedAt: now)
+            let update = HostUpdate(key: key, result: result, approvedBody: body(key), validators: nil, consecutiveFailures: 0,
+                                    nextCheck: now.addingTimeInterval(86400), outcome: .approved, events: [])
+            #expect(try await store.record(update, owner: nil) == .recorded)
+        }
+
+        let out = dir.appendingPathComponent("out/inner")
+        let result = try ToolRunner.run(["export", "--out", out.path, "--json"], cache: cache.path)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.components(separatedBy: "export-unsafe-host").count - 1 == unsafe.count, "\(result.stderr)")
+        #expect(!result.stderr.contains("\u{1B}"), "a control character reached the terminal")
+        let json = try result.json()
+        #expect((json["files"] as? [[String: Any]])?.count == safe.count)
+        #expect(Set((json["skipped"] as? [[String: Any]])?.compactMap { $0["host"] as? String } ?? []) == Set(unsafe.map(\.host)))
+        for key in safe {
+            let path = out.appendingPathComponent("\(key.route.rawValue)/\(key.host).json")
+            #expect(try Data(contentsOf: path) == Data(body(key)), "\(key)")
+        }
+        // Everything under the scratch folder: the store, and the exported files inside --out.
+        let all = FileManager.default.enumerator(atPath: dir.path)?.compactMap { $0 as? String } ?? []
+        let outside = all.filter { !$0.hasPrefix("cache") && !$0.hasPrefix("out/inner") && $0 != "out" }
+        #expect(outside.isEmpty, "written outside --out: \(outside)")
+        #expect(!FileManager.default.fileExists(atPath: "/abs/x.json") && !FileManager.default.fileExists(atPath: "/abs/x.cdn.json"))
+        #expect(Set(all.filter { $0.hasPrefix("out/inner/") && $0.hasSuffix(".json") })
+                    == ["out/inner/origin/x.cdn.json", "out/inner/cdn/x.json", "out/inner/origin/good.example.com.json"])
+    }
 }
