@@ -83,9 +83,10 @@ public enum AASALinter {
 
     /// The `too-large` finding for a file of `size` bytes (`nil`: more than `limit`, size unknown).
     public static func tooLargeFinding(size: Int?, limit: Int) -> Finding {
-        let what = size.map { "the file is \($0) bytes" } ?? "the file holds more than \(limit) bytes"
+        let what = size.map { "the file is \($0) bytes, over the \(limit)-byte limit" }
+            ?? "the file is larger than the \(limit)-byte limit (reading stopped there)"
         return .error(
-            "too-large", "\(what), over the \(limit)-byte limit; devices and Apple's CDN refuse it",
+            "too-large", "\(what); devices and Apple's CDN refuse it",
             fix: "Shrink the file: merge app IDs into one detail's \"appIDs\", use wildcards and substitution variables.")
     }
 
