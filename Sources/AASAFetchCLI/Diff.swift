@@ -9,6 +9,9 @@ import Foundation
 /// Human output (stdout): one line per change, `kind service appID: description`, followed by
 /// `- ` lines (before) and `+ ` lines (after) where useful; `no semantic change` otherwise.
 ///
+/// Each file is read up to `--max-size` bytes (default 128 KiB, Apple's limit); a larger one is
+/// `file-too-large` (exit 2) and is not parsed.
+///
 /// `--json` output (stdout), every key present (`null` when it does not apply):
 /// ```json
 /// {
@@ -24,8 +27,8 @@ import Foundation
 /// }
 /// ```
 /// When an input cannot be used the command cannot run: `aasa-fetch: CODE: message` on standard
-/// error and, with `--json`, the error document (`file-unreadable`, `invalid-json`,
-/// `not-an-association-file`).
+/// error and, with `--json`, the error document (`file-unreadable`, `file-too-large`,
+/// `invalid-json`, `not-an-association-file`).
 ///
 /// Exit status: 0 no semantic change, 1 changes found, 2 an input is unreadable, not JSON or
 /// not an association file.
@@ -48,12 +51,22 @@ public struct Diff: AsyncParsableCommand {
     @Flag(help: "Write the changes as JSON.")
     public var json = false
 
+    /// The size limit for each file.
+    @Option(name: .customLong("max-size"), help: ArgumentHelp("Largest file read, in bytes (default 131072 = 128 KiB).", valueName: "bytes"))
+    public var maxSize: Int = LintOptions.defaultMaxSize
+
     /// Creates the command with default values (ArgumentParser fills them).
     public init() {}
 
+    /// Rejects a non-positive size limit (exit 64).
+    public func validate() throws {
+        guard maxSize > 0 else { throw ValidationError("--max-size must be a positive number of bytes.") }
+    }
+
     /// Runs the command: writes the report and throws the exit status (1 or 2) when not 0.
     public func run() async throws {
-        let report = try Self.report(old: old, new: new, read: Lint.readFile)
+        let limit = maxSize
+        let report = try Self.report(old: old, new: new) { path in try Lint.readFile(path, limit: limit) }
         let console = Console.standard
         if json {
             try console.json(report)
@@ -78,6 +91,10 @@ public struct Diff: AsyncParsableCommand {
             let bytes: [UInt8]
             do {
                 bytes = try read(path)
+            } catch let error as BoundedFileError {
+                throw CommandFailure(fileError: error, path: path)
+            } catch let error as LintReadError {
+                throw CommandFailure(code: error.code, message: error.message)
             } catch {
                 throw CommandFailure(code: "file-unreadable", message: "cannot read \(path): \((error as NSError).localizedDescription)")
             }

@@ -177,6 +177,7 @@ enum CommandHelp {
     ]
     static let exportExitCodes: [HelpExitCode] = [
         HelpExitCode(0, "written"),
+        HelpExitCode(1, "some hosts were skipped (a name that is not a plain host)"),
         HelpExitCode(2, "the store is unusable or a file cannot be written"),
         HelpText.usage,
     ]

@@ -97,14 +97,14 @@ struct InputOptions: ParsableArguments {
         let head = try readHead(adding: extra)
         var strings = head.strings
         if let domainsFile {
-            let text: String
-            do {
-                text = try String(contentsOfFile: domainsFile, encoding: .utf8)
+            do throws(LineReaderError) {
+                var reader = try LineReader(path: domainsFile)
+                defer { reader.close() }
+                while let line = try reader.next() {
+                    if let entry = Self.entryString(fromLine: line) { strings.append(entry) }
+                }
             } catch {
-                throw CommandFailure(code: "domains-unreadable", message: "cannot read \(domainsFile): \(error.localizedDescription)")
-            }
-            for line in text.split(whereSeparator: \.isNewline) {
-                if let entry = Self.entryString(fromLine: line) { strings.append(entry) }
+                throw Self.domainsFailure(error, path: domainsFile)
             }
         }
         let entries = EntryParser(definitions: definitionTable).parse(strings)
@@ -128,13 +128,22 @@ struct InputOptions: ParsableArguments {
                 }
             }
         } catch let error as LineReaderError {
-            throw CommandFailure(code: "domains-unreadable", message: "cannot read \(domainsFile ?? ""): \(error)")
+            throw Self.domainsFailure(error, path: domainsFile ?? "")
         } catch let error as SpoolError {
             throw CommandFailure(code: error.code, message: error.message)
         } catch {
             throw CommandFailure(code: "spool-error", message: "\(error)")
         }
         return settle(head)
+    }
+
+    /// The failure for a `--domains` file that cannot be read: `domains-line-too-long` for a line
+    /// over ``LineReader/defaultMaxLineBytes`` (a file without line ends), else `domains-unreadable`.
+    static func domainsFailure(_ error: LineReaderError, path: String) -> CommandFailure {
+        if case .lineTooLong = error {
+            return CommandFailure(code: "domains-line-too-long", message: "\(path): \(error); a list holds one entry a line")
+        }
+        return CommandFailure(code: "domains-unreadable", message: "cannot read \(path): \(error)")
     }
 
     /// The entry a line of a `--domains` file holds: `#` starts a comment, blank lines hold none,

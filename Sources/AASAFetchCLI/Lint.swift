@@ -34,6 +34,9 @@ import Foundation
 /// 2 a file could not be read (takes precedence). `-` reads standard input. A folder stands for
 /// the association files inside it (see ``expand(_:)``); a folder without any is the read error
 /// `no-association-files`.
+///
+/// A file is read up to `--max-size` bytes: a larger one gets the single finding `too-large` and
+/// is not parsed (reading stops there, so `/dev/zero` or a huge pipe costs no more).
 public struct Lint: AsyncParsableCommand {
     /// The command's name, help and exit-status documentation.
     public static let configuration = CommandConfiguration(
@@ -64,7 +67,8 @@ public struct Lint: AsyncParsableCommand {
 
     /// Runs the command: writes the report and throws the exit status (1 or 2) when not 0.
     public func run() async throws {
-        let report = Self.report(files: Self.expand(files), options: LintOptions(maxSize: maxSize), read: Self.readFile)
+        let limit = maxSize
+        let report = Self.report(files: Self.expand(files), options: LintOptions(maxSize: maxSize)) { path in try Self.readFile(path, limit: limit) }
         let console = Console.standard
         if json {
             try console.json(report)
@@ -84,12 +88,12 @@ public struct Lint: AsyncParsableCommand {
         return nil
     }
 
-    /// Reads a file, or standard input for `-`. Fails with a ``LintReadError`` that says why in
-    /// words (`file-unreadable`), or `no-association-files` for a folder (one that ``expand(_:)``
-    /// found nothing in).
-    public static func readFile(_ path: String) throws -> [UInt8] {
-        if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
-        if isFolder(path) {
+    /// Reads a file, or standard input for `-`, at most `limit` bytes.
+    /// - Throws: ``BoundedFileError`` (`tooLarge` past the limit, without reading on), or a
+    ///   ``LintReadError`` for a folder: `no-association-files` (one that ``expand(_:)`` found
+    ///   nothing in) or `file-unreadable` with the system's reason.
+    public static func readFile(_ path: String, limit: Int) throws -> [UInt8] {
+        if path != "-", isFolder(path) {
             if let directory = opendir(path) {
                 closedir(directory)
                 throw LintReadError(code: "no-association-files",
@@ -97,16 +101,7 @@ public struct Lint: AsyncParsableCommand {
             }
             throw LintReadError(code: "file-unreadable", message: "cannot read the folder \(path): \(String(cString: strerror(errno)))")
         }
-        let descriptor = open(path, O_RDONLY)
-        guard descriptor >= 0 else {
-            throw LintReadError(code: "file-unreadable", message: "cannot read \(path): \(String(cString: strerror(errno)))")
-        }
-        close(descriptor)
-        do {
-            return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        } catch {
-            throw LintReadError(code: "file-unreadable", message: "cannot read \(path): \(error.localizedDescription)")
-        }
+        return try BoundedFile.read(path: path, limit: limit)
     }
 
     /// The files the arguments stand for, in order: a file (or `-`) as given; a folder as every
@@ -158,9 +153,15 @@ public struct Lint: AsyncParsableCommand {
             let bytes: [UInt8]
             do {
                 bytes = try read(path)
+            } catch BoundedFileError.tooLarge(let size, let limit) {
+                // Over the limit: the one finding, and the rest of the file is never parsed.
+                let file = LintFileReport(path: path, size: size, findings: [AASALinter.tooLargeFinding(size: size, limit: limit)])
+                report.errors += file.errors
+                report.files.append(file)
+                continue
             } catch {
                 let failure = error as? LintReadError
-                    ?? LintReadError(code: "file-unreadable", message: "cannot read \(path): \(error.localizedDescription)")
+                    ?? LintReadError(code: "file-unreadable", message: (error as? BoundedFileError)?.message(path: path) ?? "cannot read \(path): \((error as NSError).localizedDescription)")
                 report.files.append(LintFileReport(path: path, findings: [], readError: .init(code: failure.code, message: failure.message)))
                 report.unreadable += 1
                 continue

@@ -104,18 +104,19 @@ extension AASAFetchCommand {
         private func allURLs() throws -> [String] {
             var all = urls
             if let urlsFile {
-                let text: String
-                if urlsFile == "-" {
-                    text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-                } else {
-                    do {
-                        text = try String(contentsOfFile: urlsFile, encoding: .utf8)
-                    } catch {
-                        throw CommandFailure(code: "urls-unreadable", message: "cannot read \(urlsFile): \(error.localizedDescription)")
+                do throws(LineReaderError) {
+                    var reader = urlsFile == "-" ? LineReader(handle: FileHandle.standardInput) : try LineReader(path: urlsFile)
+                    defer { reader.close() }
+                    while let line = try reader.next() {
+                        let url = line.trimmingCharacters(in: .whitespaces)
+                        if !url.isEmpty && !url.hasPrefix("#") { all.append(url) }
                     }
+                } catch {
+                    if case .lineTooLong = error {
+                        throw CommandFailure(code: "urls-line-too-long", message: "\(urlsFile): \(error); the file holds one URL a line")
+                    }
+                    throw CommandFailure(code: "urls-unreadable", message: "cannot read \(urlsFile): \(error)")
                 }
-                all += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-                    .filter { !$0.isEmpty && !$0.hasPrefix("#") }
             }
             return all
         }
@@ -132,13 +133,13 @@ extension AASAFetchCommand {
         /// `--entitlements`/`--app` (as `fetch` judges it), else every app the files name for applinks.
         private func makeMatcher(urls: [String], console: Console) async throws -> (URLMatcher, [String]) {
             if let aasa {
-                let data: Data
+                let data: [UInt8]
                 do {
-                    data = aasa == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: aasa))
+                    data = try BoundedFile.read(path: aasa, limit: network.maxSize)
                 } catch {
-                    throw CommandFailure(code: "file-unreadable", message: "cannot read \(aasa): \(error.localizedDescription)")
+                    throw CommandFailure(fileError: error, path: aasa)
                 }
-                let document = try Self.decode([UInt8](data), name: aasa)
+                let document = try Self.decode(data, name: aasa)
                 let compiled = CompiledAssociation(document: document)
                 var hosts = host.map { [$0.lowercased()] } ?? urls.compactMap { URLParts($0)?.host }
                 hosts = Array(Set(hosts)).sorted()

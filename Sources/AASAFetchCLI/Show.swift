@@ -286,14 +286,18 @@ extension AASAFetchCommand {
         }
     }
 
-    /// `aasa-fetch export [--out DIR]`: writes each host's last approved file to `DIR/HOST.json`
-    /// (`DIR/HOST.cdn.json` for the CDN route). Default `DIR`: `export` inside the cache folder.
+    /// `aasa-fetch export [--out DIR]`: writes each host's last approved file to
+    /// `DIR/ROUTE/HOST.json` (`DIR/origin/…`, `DIR/cdn/…`: a host's two routes never share a name).
+    /// Default `DIR`: `export` inside the cache folder. A host name that is not a plain lower-case
+    /// DNS name (a tampered or shared store can hold `../escape` or `/abs/x`) names no file: it is
+    /// skipped with a warning (`export-unsafe-host`), and nothing is written outside `DIR`.
     ///
-    /// Exit status: 0 written, 2 the store is unusable or a file cannot be written.
-    /// JSON: `{"schemaVersion","out","files":[{"host","route","path","bytes","approvedAt"}]}`.
+    /// Exit status: 0 written, 1 some hosts were skipped, 2 the store is unusable or a file cannot
+    /// be written. JSON: `{"schemaVersion","out","files":[{"host","route","path","bytes","approvedAt"}],
+    /// "skipped":[{"host","route","reason"}]}`.
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write the last approved file of every host, one file per host.",
+            abstract: "Write the last approved file of every host, one file per host and route.",
             discussion: HelpText.discussion(examples: CommandHelp.export, exitCodes: CommandHelp.exportExitCodes))
 
         @OptionGroup var store: StoreOptions
@@ -309,26 +313,60 @@ extension AASAFetchCommand {
             var approvedAt: Date?
         }
 
+        private struct Skipped: Encodable {
+            var host: String
+            var route: Route
+            var reason: String
+        }
+
         private struct Output: Encodable {
             var schemaVersion = JSONSchemaVersion.current
             var out: String
             var files: [File]
+            var skipped: [Skipped]
+        }
+
+        /// Whether a stored host name can name a file inside the export folder: a lower-case DNS
+        /// name (letters, digits, hyphens, dots between labels), as the entry parser stores them.
+        static func isPlainHostName(_ host: String) -> Bool {
+            guard !host.isEmpty, host.utf8.count <= 253 else { return false }
+            return host.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+                !label.isEmpty && label.utf8.count <= 63 && label.utf8.allSatisfy { byte in
+                    (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D
+                }
+            }
+        }
+
+        /// The file of a host on a route, relative to the export folder.
+        static func relativePath(host: String, route: Route) -> String {
+            "\(route.rawValue)/\(host).json"
         }
 
         func run() async throws {
             let console = Console.standard
             let folder = out ?? (store.directory as NSString).appendingPathComponent("export")
             var files: [File] = []
+            var skipped: [Skipped] = []
             do {
                 let database = try await store.open(create: false)
                 let keys = try await database.allHosts().filter { $0.approvedSize != nil }.map(\.key)
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                var routeFolders: Set<Route> = []
                 for chunk in stride(from: 0, to: keys.count, by: 500).map({ Array(keys[$0..<min($0 + 500, keys.count)]) }) {
                     let states = try await database.states(of: chunk)
                     for key in chunk {
                         guard let state = states[key], let body = state.approvedBody else { continue }
-                        let name = key.route == .origin ? "\(key.host).json" : "\(key.host).\(key.route.rawValue).json"
-                        let path = (folder as NSString).appendingPathComponent(name)
+                        guard Self.isPlainHostName(key.host) else {
+                            let reason = "not a plain host name, so it names no file"
+                            console.err("aasa-fetch: warning: export-unsafe-host: skipped \(key.host.debugDescription) (\(key.route.rawValue)): \(reason)")
+                            skipped.append(Skipped(host: key.host, route: key.route, reason: reason))
+                            continue
+                        }
+                        let routeFolder = (folder as NSString).appendingPathComponent(key.route.rawValue)
+                        if routeFolders.insert(key.route).inserted {
+                            try FileManager.default.createDirectory(atPath: routeFolder, withIntermediateDirectories: true)
+                        }
+                        let path = (folder as NSString).appendingPathComponent(Self.relativePath(host: key.host, route: key.route))
                         try Data(body).write(to: URL(fileURLWithPath: path), options: .atomic)
                         files.append(File(host: key.host, route: key.route, path: path, bytes: body.count,
                                           approvedAt: state.approvedAt))
@@ -342,7 +380,7 @@ extension AASAFetchCommand {
                 throw CommandFailure(code: "export-unwritable", message: "cannot write to \(folder): \(error.localizedDescription)")
             }
             if json {
-                try console.json(Output(out: folder, files: files))
+                try console.json(Output(out: folder, files: files, skipped: skipped))
             } else {
                 let width = files.map(\.path.count).max() ?? 0
                 let digits = files.map { String($0.bytes).count }.max() ?? 0
@@ -350,8 +388,10 @@ extension AASAFetchCommand {
                     let size = String(file.bytes)
                     console.out(file.path + String(repeating: " ", count: width - file.path.count + 2 + digits - size.count) + "\(Plural.count(file.bytes, "byte"))")
                 }
-                console.out("\(Plural.count(files.count, "approved file")) written to \(folder)")
+                console.out("\(Plural.count(files.count, "approved file")) written to \(folder)"
+                            + (skipped.isEmpty ? "" : "; \(Plural.count(skipped.count, "host")) skipped (see the warnings)"))
             }
+            if !skipped.isEmpty { throw ExitStatus.failure }
         }
     }
 }

@@ -140,7 +140,7 @@ struct PostgresWorkerTests {
         let out = sites.cache.appendingPathComponent("export")
         let export = try sites.run(["export", "--out", out.path] + storeArguments)
         #expect(export.status == 0, "stderr: \(export.stderr)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).count == 60)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent("origin").path).count == 60)
         let logged = sites.nginx.requests().count
         let match = try sites.run(["match", "https://h7.store.example.com/x", "--domain", "applinks:h7.store.example.com",
                                    "--app-id", StoreIntegrationTests.appID] + storeArguments + sites.network)

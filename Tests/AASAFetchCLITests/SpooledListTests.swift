@@ -171,6 +171,32 @@ struct SpooledListTests {
         #expect(try leftovers().isEmpty)
     }
 
+    /// A line over 64 KiB (a file without line ends, `/dev/zero` among them) stops the run with
+    /// `domains-line-too-long` naming the line, exit 2, in bounded memory, and removes the spool;
+    /// the in-memory path and `plan` read the list through the same reader.
+    @Test func overlongLineStopsTheRunAndRemovesTheSpool() throws {
+        let work = try Self.folder("spool-long-line")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let tmp = work.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let base = ["--app-id", Self.appID, "--quiet", "--no-store", "--connect-to", "::127.0.0.1:9", "--connect-timeout", "1", "--retry-delays", ""]
+        let list = work.appendingPathComponent("long.txt")
+        try Data(Array("good.example.com\r\nexample.org\n".utf8) + Array(repeating: UInt8(ascii: "a"), count: 200_000)).write(to: list)
+        for (path, line) in [(list.path, 3), ("/dev/zero", 1)] {
+            let spooled = try ToolRunner.run(base + ["--domains", path], environment: ["TMPDIR": tmp.path], timeout: .seconds(60))
+            #expect(spooled.status == 2, "\(path): \(spooled.stderr)")
+            #expect(spooled.stderr.contains("domains-line-too-long") && spooled.stderr.contains("line \(line) is longer than 65536 bytes"),
+                    "\(path): \(spooled.stderr)")
+            #expect(spooled.stdout.isEmpty)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "spool left behind")
+            for (arguments, environment) in [(base, ["AASA_FETCH_SPOOL": "off"]), (["plan"], [:])] {
+                let result = try ToolRunner.run(arguments + ["--domains", path], environment: environment, timeout: .seconds(60))
+                #expect(result.status == 2, "\(arguments) \(path): \(result.stderr)")
+                #expect(result.stderr.contains("domains-line-too-long"), "\(arguments) \(path): \(result.stderr)")
+            }
+        }
+    }
+
     /// SIGTERM in the middle of the downloads: the spool is deleted and the process ends as the signal would end it.
     @Test func interruptedRunRemovesTheSpool() async throws {
         let ca = try TestCA.shared()

@@ -161,8 +161,8 @@ struct StoreIntegrationTests {
         let out = sites.cache.appendingPathComponent("out")
         let export = try sites.run(["export", "--out", out.path, "--json"])
         #expect(export.status == 0, "stderr: \(export.stderr)")
-        #expect(try String(contentsOf: out.appendingPathComponent("h3.store.example.com.json"), encoding: .utf8) == Self.good)
-        #expect(try String(contentsOf: out.appendingPathComponent("h2.store.example.com.json"), encoding: .utf8) == Self.otherApp)
+        #expect(try String(contentsOf: out.appendingPathComponent("origin/h3.store.example.com.json"), encoding: .utf8) == Self.good)
+        #expect(try String(contentsOf: out.appendingPathComponent("origin/h2.store.example.com.json"), encoding: .utf8) == Self.otherApp)
 
         // Human output of the next change: a summary on stdout, exit 1 for the lost app.
         try sites.serve(Self.otherApp, for: "h0.store.example.com")

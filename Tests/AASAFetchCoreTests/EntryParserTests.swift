@@ -21,6 +21,12 @@ struct EntryParserTests {
         ("applinks:example.com?mode=developer&x=1", "entitlement-query"),
         ("applinks:example.com?mode=debug", "entitlement-mode-invalid"),
         ("applinks:example.com:8080", "entitlement-port"),
+        ("applinks:[::1]", "entitlement-ip-address"),
+        ("applinks:[2001:db8::1]:443", "entitlement-ip-address"),
+        ("applinks:[::1", "entitlement-ip-address"),
+        ("applinks:fe80::1", "entitlement-ip-address"),
+        ("applinks:127.0.0.1", "entitlement-ip-address"),
+        ("webcredentials:192.168.1.20:8443", "entitlement-ip-address"),
         ("appclips:*.example.com", "entitlement-wildcard-appclips"),
         ("applinks:www.*.example.com", "entitlement-wildcard-position"),
         ("applinks:*example.com", "entitlement-wildcard-position"),
@@ -41,6 +47,16 @@ struct EntryParserTests {
             #expect(finding?.fix != nil, "\(entry) has no fix text")
         }
         #expect(!parsed.isFetchable)
+    }
+
+    /// An IP literal is named as such (`[::1]` was "includes a port (1])"); names that only look
+    /// numeric stay domain names.
+    @Test func ipLiteralsAreNamed() throws {
+        let finding = try #require(parse("applinks:[::1]").findings.first)
+        #expect(finding.message == "'applinks:[::1]' names the IP address [::1]; an entry names a domain, which devices look up by name")
+        for entry in ["applinks:1.2.3.example.com", "applinks:256.1.1.1", "applinks:1.2.3", "applinks:123.example"] {
+            #expect(parse(entry).errorCode != "entitlement-ip-address", "\(entry)")
+        }
     }
 
     @Test func nonStringElement() {

@@ -11,8 +11,8 @@ struct LineReaderTests {
         return url
     }
 
-    static func lines(_ url: URL, bufferSize: Int) throws -> [String] {
-        var reader = try LineReader(path: url.path, bufferSize: bufferSize)
+    static func lines(_ url: URL, bufferSize: Int, maxLineBytes: Int = 1 << 20) throws -> [String] {
+        var reader = try LineReader(path: url.path, bufferSize: bufferSize, maxLineBytes: maxLineBytes)
         defer { reader.close() }
         var lines: [String] = []
         while let line = try reader.next() { lines.append(line) }
@@ -73,5 +73,36 @@ struct LineReaderTests {
             guard case .unreadable(let message) = error as? LineReaderError else { return false }
             return !message.isEmpty
         }
+    }
+
+    /// A line over the limit fails with its number once the reader holds that many bytes of it;
+    /// lines at the limit, and many short lines ended by CR alone, read as before.
+    @Test(arguments: [1, 7, 4096, 65_536])
+    func lineOverTheLimitFails(bufferSize: Int) throws {
+        let limit = 1000
+        let atLimit = String(repeating: "a", count: limit)
+        let url = try Self.file(Array("first.example\r\n\(atLimit)\nthird\n".utf8) + Array(repeating: 0x62, count: 50_000) + [0x0A])
+        defer { try? FileManager.default.removeItem(at: url) }
+        var reader = try LineReader(path: url.path, bufferSize: bufferSize, maxLineBytes: limit)
+        defer { reader.close() }
+        #expect(try reader.next() == "first.example")
+        #expect(try reader.next() == atLimit)
+        #expect(try reader.next() == "third")
+        #expect(throws: LineReaderError.lineTooLong(line: 4, limit: limit)) { try reader.next() }
+        #expect(LineReaderError.lineTooLong(line: 4, limit: limit).description == "line 4 is longer than 1000 bytes")
+
+        // Old Mac line ends: each CR ends a line, so the file may be far longer than the limit.
+        let mac = try Self.file(Array(String(repeating: "host.example\r", count: 1000).utf8))
+        defer { try? FileManager.default.removeItem(at: mac) }
+        #expect(try Self.lines(mac, bufferSize: bufferSize, maxLineBytes: 20).count == 1000)
+    }
+
+    /// A file without line ends (here `/dev/zero`, endless) fails after the limit instead of
+    /// filling memory; the default limit is 64 KiB.
+    @Test func endlessLineFailsAtTheDefaultLimit() throws {
+        var reader = try LineReader(path: "/dev/zero")
+        defer { reader.close() }
+        #expect(throws: LineReaderError.lineTooLong(line: 1, limit: LineReader.defaultMaxLineBytes)) { try reader.next() }
+        #expect(LineReader.defaultMaxLineBytes == 64 * 1024)
     }
 }

@@ -4,7 +4,8 @@
 /// `zip-corrupt`, `zip-unsafe-path`, `zip-unsupported`, `zip-too-large`, `zip-no-payload`,
 /// `macho-not-macho`, `macho-truncated`, `macho-malformed`, `macho-no-signature`,
 /// `signature-malformed`, `signature-no-entitlements`, `entitlements-malformed`,
-/// `profile-not-cms`, `profile-malformed`.
+/// `profile-not-cms`, `profile-malformed`, `plist-too-complex` (an `Info.plist`, XML entitlements
+/// or profile over ``PropertyListReader/Limits``).
 public struct AppBundleError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The stable code.
     public var code: String

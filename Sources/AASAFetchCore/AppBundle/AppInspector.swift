@@ -145,6 +145,10 @@ public enum AppInspector {
         if isDirectory.boolValue {
             return try inspectBundleFolder(path, limits: limits, now: now)
         }
+        var status = stat()
+        if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFCHR || (status.st_mode & S_IFMT) == S_IFBLK {
+            throw AppBundleError("app-unreadable", "\(path) is a device, not an app, an archive, an executable or a profile")
+        }
         let bytes = try readFile(path, limit: limits.fileBytes)
         return try inspect(bytes: bytes, path: path, limits: limits, now: now)
     }
@@ -182,20 +186,14 @@ public enum AppInspector {
     // MARK: - Inputs
 
     private static func readFile(_ path: String, limit: Int) throws(AppBundleError) -> [UInt8] {
-        let size: Int
         do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: path)
-            size = (attributes[.size] as? NSNumber)?.intValue ?? 0
+            return try BoundedFile.read(path: path, limit: limit)
         } catch {
-            throw AppBundleError("app-unreadable", "cannot read \(path): \(error.localizedDescription)")
-        }
-        guard size <= limit else {
-            throw AppBundleError("app-too-large", "\(path) is \(size) bytes, more than the \(limit)-byte cap")
-        }
-        do {
-            return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        } catch {
-            throw AppBundleError("app-unreadable", "cannot read \(path): \(error.localizedDescription)")
+            switch error {
+            case .tooLarge(let size?, let limit): throw AppBundleError("app-too-large", "\(path) is \(size) bytes, more than the \(limit)-byte cap")
+            case .tooLarge(nil, let limit): throw AppBundleError("app-too-large", "\(path) holds more than the \(limit)-byte cap")
+            case .unreadable(let reason): throw AppBundleError("app-unreadable", "cannot read \(path): \(reason)")
+            }
         }
     }
 

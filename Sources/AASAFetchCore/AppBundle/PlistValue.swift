@@ -12,43 +12,14 @@ public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConv
     case array([PlistValue])
     case dictionary([String: PlistValue])
 
-    /// Converts what `PropertyListSerialization` returns; `nil` for anything else.
+    /// Converts what `PropertyListSerialization` returns; `nil` for anything else (or for a graph
+    /// over ``PropertyListReader/Limits/standard``).
     public init?(foundation value: Any) {
-        if type(of: value) == Bool.self, let bool = value as? Bool {
-            self = .bool(bool)
-        } else if let string = value as? String {
-            self = .string(string)
-        } else if let date = value as? Date {
-            self = .date(date)
-        } else if let data = value as? Data {
-            self = .data([UInt8](data))
-        } else if let array = value as? [Any] {
-            var values: [PlistValue] = []
-            for element in array {
-                guard let converted = PlistValue(foundation: element) else { return nil }
-                values.append(converted)
-            }
-            self = .array(values)
-        } else if let dictionary = value as? [String: Any] {
-            var values: [String: PlistValue] = [:]
-            for (key, element) in dictionary {
-                guard let converted = PlistValue(foundation: element) else { return nil }
-                values[key] = converted
-            }
-            self = .dictionary(values)
-        } else if let number = value as? NSNumber {
-            switch String(cString: number.objCType) {
-            case "c", "B": self = .bool(number.boolValue)
-            case "f", "d": self = .real(number.doubleValue)
-            default: self = .integer(number.int64Value)
-            }
-        } else {
-            return nil
-        }
+        var budget = PropertyListReader.Budget(limits: .standard)
+        guard let converted = try? budget.convert(value, depth: 1) else { return nil }
+        self = converted
     }
 
-    /// Parses an XML or binary property list whose top level is a dictionary; failures carry `code`
-    /// and a message that starts with `what`.
     /// Whether bytes start like a property list: `bplist`, or (after white space and a UTF-8 byte
     /// order mark) `<?xml`, `<!DOCTYPE plist` or `<plist`.
     static func looksLikePropertyList(_ bytes: [UInt8]) -> Bool {
@@ -59,17 +30,33 @@ public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConv
         return ["<?xml", "<!DOCTYPE plist", "<plist"].contains { rest.starts(with: Array($0.utf8)) }
     }
 
+    /// Parses an XML or binary property list whose top level is a dictionary, through
+    /// ``PropertyListReader`` (bounded). Failures carry `code` and a message that starts with `what`;
+    /// a property list over the limits is `plist-too-complex`.
     static func parseDictionary(_ bytes: [UInt8], code: String, what: String) throws(AppBundleError) -> [String: PlistValue] {
-        let object: Any
+        let value: PlistValue
         do {
-            object = try PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: nil)
+            value = try PropertyListReader.decode(bytes)
         } catch {
-            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
-            throw AppBundleError(code, "\(what) is not a valid property list: \(detail)")
+            throw AppBundleError(error.kind == .tooComplex ? "plist-too-complex" : code, "\(what): \(error.message)")
         }
-        guard let value = PlistValue(foundation: object) else { throw AppBundleError(code, "\(what) holds an unsupported value") }
         guard case .dictionary(let dictionary) = value else { throw AppBundleError(code, "\(what)'s top level is not a dictionary") }
         return dictionary
+    }
+
+    /// A short name of the value's type for messages: `string`, `boolean`, `integer`, `real`,
+    /// `date`, `data`, `array` or `dictionary`.
+    public var typeName: String {
+        switch self {
+        case .string: "string"
+        case .bool: "boolean"
+        case .integer: "integer"
+        case .real: "real"
+        case .date: "date"
+        case .data: "data"
+        case .array: "array"
+        case .dictionary: "dictionary"
+        }
     }
 
     /// The string, when this is one.

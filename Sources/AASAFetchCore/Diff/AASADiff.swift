@@ -300,6 +300,10 @@ public struct ComponentValue: Sendable, Hashable, Codable {
 ///   changed (of any app for the domain level, of that app for the detail level), to say why.
 /// - Each substitution variable (`variables-changed`).
 ///
+/// When apps listed by the same details share a `rules-changed` of more than ``sharedTextLines``
+/// rules, only the first app (sorted) carries `before` and `after`; the others say so in their
+/// description. The cost and the output then grow with the files, not with apps × rules.
+///
 /// Order (deterministic): services in ``Service`` order, added/removed services first; then for
 /// each service in both: domain defaults, variables by name, removed apps, added apps (sorted),
 /// then rule and defaults changes per app (sorted).
@@ -336,8 +340,21 @@ public enum AASADiff {
             let newSet = Set(newApps)
             var perApp: [AASAChange] = []
             if service == .applinks {
+                // Each side's details are indexed by app once, and apps listed by the same details
+                // on both sides share one comparison: the cost grows with the file, not with
+                // apps × details.
+                let oldDetails = DetailIndex(old.applinks)
+                let newDetails = DetailIndex(new.applinks)
+                var compared: [[[Int]]: (comparison: AppComparison, firstApp: String)] = [:]
                 for app in oldSet.intersection(newSet).sorted() {
-                    perApp += appChanges(app, old.applinks, new.applinks)
+                    let key = [oldDetails.details(of: app), newDetails.details(of: app)]
+                    if let (comparison, firstApp) = compared[key] {
+                        perApp += comparison.changes(for: app, sameAs: firstApp)
+                    } else {
+                        let comparison = AppComparison(old: oldDetails, key[0], new: newDetails, key[1])
+                        compared[key] = (comparison, app)
+                        perApp += comparison.changes(for: app, sameAs: nil)
+                    }
                 }
                 let rulesChanged = perApp.contains { $0.kind == "rules-changed" }
                 changes += domainChanges(old.applinks, new.applinks, rulesChanged: rulesChanged)
@@ -380,37 +397,92 @@ public enum AASADiff {
         return changes
     }
 
-    static func appChanges(_ app: String, _ old: AppLinks?, _ new: AppLinks?) -> [AASAChange] {
-        var changes: [AASAChange] = []
-        let oldDetails = (old?.details ?? []).filter { $0.appIDs.contains(app) }
-        let newDetails = (new?.details ?? []).filter { $0.appIDs.contains(app) }
-        let oldRules = oldDetails.flatMap { Canonical.rules($0, applinksDefaults: old?.defaults) }
-        let newRules = newDetails.flatMap { Canonical.rules($0, applinksDefaults: new?.defaults) }
-        let oldTexts = oldRules.map(\.canonicalText)
-        let newTexts = newRules.map(\.canonicalText)
-        guard oldTexts != newTexts else { return [] }
-        let (removed, added) = SequenceDiff.difference(oldTexts, newTexts)
-        func positioned(_ rules: [RuleValue], _ indexes: [Int]) -> ChangeValue? {
-            indexes.isEmpty ? nil : .rules(indexes.map { index in
-                var rule = rules[index]
-                rule.position = index + 1
-                return rule
-            })
+    /// Above this many removed and added rules, a `rules-changed` shared by several apps lists the
+    /// rules for the first app only.
+    public static let sharedTextLines = 20
+
+    /// The details of one side, with the rules (as the matcher reads them, defaults filled in) and
+    /// the defaults of each computed once.
+    struct DetailIndex {
+        private var byApp: [String: [Int]] = [:]
+        let rules: [[RuleValue]]
+        let texts: [[String]]
+        let defaults: [DefaultsValue]
+
+        init(_ applinks: AppLinks?) {
+            let details = applinks?.details ?? []
+            rules = details.map { Canonical.rules($0, applinksDefaults: applinks?.defaults) }
+            texts = rules.map { $0.map(\.canonicalText) }
+            defaults = details.map { DefaultsValue($0.defaults) }
+            for (index, detail) in details.enumerated() {
+                CostProbe.count(1 + detail.appIDs.count)
+                for app in detail.appIDs where byApp[app]?.last != index {
+                    byApp[app, default: []].append(index)
+                }
+            }
         }
-        changes.append(
-            AASAChange(
-                kind: "rules-changed", service: .applinks, appID: app,
-                description: "applinks rules for \(app) changed: \(added.count) added, \(removed.count) removed (\(oldRules.count) → \(newRules.count) rules)",
-                before: positioned(oldRules, removed), after: positioned(newRules, added)))
-        let oldDefaults = Canonical.detailDefaults(oldDetails)
-        let newDefaults = Canonical.detailDefaults(newDetails)
-        if oldDefaults != newDefaults {
-            changes.append(
-                AASAChange(
-                    kind: "defaults-changed", service: .applinks, appID: app, description: "detail defaults for \(app) changed",
-                    before: .defaultsList(oldDefaults), after: .defaultsList(newDefaults)))
+
+        /// The positions of the details that list `app`, in file order.
+        func details(of app: String) -> [Int] {
+            CostProbe.count(1)
+            return byApp[app] ?? []
         }
-        return changes
+    }
+
+    /// How the rules and detail defaults of an app listed by some details changed. A defaults
+    /// change that changes no rule is no change; next to a rules change it says why.
+    struct AppComparison {
+        var rules: (before: ChangeValue?, after: ChangeValue?, added: Int, removed: Int, oldCount: Int, newCount: Int)?
+        var defaults: (before: [DefaultsValue], after: [DefaultsValue])?
+
+        init(old: DetailIndex, _ oldDetails: [Int], new: DetailIndex, _ newDetails: [Int]) {
+            let oldTexts = oldDetails.flatMap { old.texts[$0] }
+            let newTexts = newDetails.flatMap { new.texts[$0] }
+            CostProbe.count(oldTexts.count + newTexts.count)
+            guard oldTexts != newTexts else { return }
+            let oldRules = oldDetails.flatMap { old.rules[$0] }
+            let newRules = newDetails.flatMap { new.rules[$0] }
+            let (removed, added) = SequenceDiff.difference(oldTexts, newTexts)
+            func positioned(_ rules: [RuleValue], _ indexes: [Int]) -> ChangeValue? {
+                indexes.isEmpty ? nil : .rules(indexes.map { index in
+                    var rule = rules[index]
+                    rule.position = index + 1
+                    return rule
+                })
+            }
+            rules = (positioned(oldRules, removed), positioned(newRules, added), added.count, removed.count, oldRules.count, newRules.count)
+            let oldDefaults = Canonical.detailDefaults(oldDetails.map { (old.rules[$0], old.defaults[$0]) })
+            let newDefaults = Canonical.detailDefaults(newDetails.map { (new.rules[$0], new.defaults[$0]) })
+            if oldDefaults != newDefaults {
+                defaults = (oldDefaults, newDefaults)
+            }
+        }
+
+        /// The changes for `app`. When an earlier app, `sameAs`, has the same change and it
+        /// runs over ``sharedTextLines`` rules, they are not repeated (a detail that lists
+        /// thousands of apps would repeat them thousands of times).
+        func changes(for app: String, sameAs firstApp: String?) -> [AASAChange] {
+            var changes: [AASAChange] = []
+            if let rules {
+                var description = "applinks rules for \(app) changed: \(rules.added) added, \(rules.removed) removed (\(rules.oldCount) → \(rules.newCount) rules)"
+                var before = rules.before
+                var after = rules.after
+                if let firstApp, rules.added + rules.removed > AASADiff.sharedTextLines {
+                    description += "; the same change as for \(firstApp), where the rules are listed"
+                    before = nil
+                    after = nil
+                }
+                changes.append(
+                    AASAChange(kind: "rules-changed", service: .applinks, appID: app, description: description, before: before, after: after))
+            }
+            if let defaults {
+                changes.append(
+                    AASAChange(
+                        kind: "defaults-changed", service: .applinks, appID: app, description: "detail defaults for \(app) changed",
+                        before: .defaultsList(defaults.before), after: .defaultsList(defaults.after)))
+            }
+            return changes
+        }
     }
 }
 
@@ -443,11 +515,10 @@ enum Canonical {
 
     /// The `defaults` of the details that contribute rules, consecutive repeats collapsed (so
     /// splitting or merging details with the same defaults is no change).
-    static func detailDefaults(_ details: [AppLinksDetail]) -> [DefaultsValue] {
+    static func detailDefaults(_ details: [(rules: [RuleValue], defaults: DefaultsValue)]) -> [DefaultsValue] {
         var result: [DefaultsValue] = []
-        for detail in details where !(detail.components ?? []).isEmpty || (detail.components == nil && !(detail.paths ?? []).isEmpty) {
-            let value = DefaultsValue(detail.defaults)
-            if result.last != value { result.append(value) }
+        for detail in details where !detail.rules.isEmpty {
+            if result.last != detail.defaults { result.append(detail.defaults) }
         }
         return result
     }

@@ -56,7 +56,10 @@ public struct JSONMember: Sendable, Hashable {
 /// A parsed JSON value with the position of its first character.
 ///
 /// Objects keep their members in source order, duplicates included; use ``member(_:)`` for the
-/// last occurrence of a key (what Foundation's parser and Apple's devices keep).
+/// last occurrence of a key (what Foundation's parser and Apple's devices keep). An object with
+/// more than ``JSONKeyIndex/threshold`` members carries a hash index of its keys, built once in
+/// linear time, so looking a key up (and resolving a JSON pointer) does not scan the members:
+/// with many keys, findings located by pointer would otherwise cost time quadratic in the keys.
 public struct JSONValue: Sendable, Hashable {
     /// The kinds of JSON value.
     public enum Kind: Sendable, Hashable {
@@ -75,14 +78,28 @@ public struct JSONValue: Sendable, Hashable {
     }
 
     /// What the value is.
-    public var kind: Kind
+    public var kind: Kind {
+        didSet { keyIndex = JSONKeyIndex(kind) }
+    }
     /// Where the value starts.
     public var position: JSONPosition
+    /// The key index of a large object (derived from `kind`, so not part of equality).
+    private var keyIndex: JSONKeyIndex?
 
     /// Creates a value.
     public init(_ kind: Kind, at position: JSONPosition) {
         self.kind = kind
         self.position = position
+        keyIndex = JSONKeyIndex(kind)
+    }
+
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        lhs.kind == rhs.kind && lhs.position == rhs.position
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(position)
     }
 
     /// The string, when this is a string.
@@ -109,16 +126,27 @@ public struct JSONValue: Sendable, Hashable {
         return nil
     }
 
-    /// The last member named `key`, when this is an object that has one.
+    /// The last member named `key`, when this is an object that has one: a hash lookup for a large
+    /// object, a scan of at most ``JSONKeyIndex/threshold`` members otherwise.
     public func member(_ key: String) -> JSONMember? {
-        objectMembers?.last { $0.key == key }
+        guard case .object(let members) = kind else { return nil }
+        if let keyIndex {
+            CostProbe.count(1)
+            return keyIndex.last[key].map { members[$0] }
+        }
+        CostProbe.count(members.count)
+        return members.last { $0.key == key }
     }
 
     /// The members of an object with duplicates removed (the last occurrence wins), in the order
     /// of each key's first occurrence. Empty for non-objects.
     public var uniqueMembers: [JSONMember] {
         guard let members = objectMembers else { return [] }
-        if !JSONValue.hasDuplicateKeys(members) { return members }
+        if let keyIndex {
+            if !keyIndex.hasDuplicates { return members }
+        } else if !JSONValue.hasDuplicateKeys(members) {
+            return members
+        }
         var index: [String: Int] = [:]
         var result: [JSONMember] = []
         result.reserveCapacity(members.count)
@@ -133,15 +161,24 @@ public struct JSONValue: Sendable, Hashable {
         return result
     }
 
-    /// Whether any key occurs twice (quadratic scan for small objects, a set for large ones).
+    /// Whether any key occurs twice in this object (from the key index when there is one).
+    public var hasDuplicateKeys: Bool {
+        if let keyIndex { return keyIndex.hasDuplicates }
+        return objectMembers.map(JSONValue.hasDuplicateKeys) ?? false
+    }
+
+    /// Whether any key occurs twice (pairwise for at most ``JSONKeyIndex/threshold`` members, a
+    /// hash set for more).
     static func hasDuplicateKeys(_ members: [JSONMember]) -> Bool {
         if members.count < 2 { return false }
-        if members.count <= 16 {
+        if members.count <= JSONKeyIndex.threshold {
+            CostProbe.count(members.count * (members.count - 1) / 2)
             for i in 1..<members.count {
                 for j in 0..<i where members[j].key == members[i].key { return true }
             }
             return false
         }
+        CostProbe.count(members.count)
         var seen = Set<String>(minimumCapacity: members.count)
         for member in members where !seen.insert(member.key).inserted { return true }
         return false
@@ -180,6 +217,29 @@ public struct JSONValue: Sendable, Hashable {
             }
         }
         return current
+    }
+}
+
+/// The hash index of a large object's keys: where each key occurs last, and whether any occurs
+/// twice. Built in one pass when the value is created; shared, never changed.
+final class JSONKeyIndex: Sendable {
+    /// Objects with more members than this get an index; smaller ones are scanned.
+    static let threshold = 16
+
+    /// The position of each key's last occurrence among the members.
+    let last: [String: Int]
+    /// Whether a key occurs more than once.
+    let hasDuplicates: Bool
+
+    /// The index of an object with more than ``threshold`` members, else `nil`.
+    init?(_ kind: JSONValue.Kind) {
+        guard case .object(let members) = kind, members.count > Self.threshold else { return nil }
+        var last: [String: Int] = [:]
+        last.reserveCapacity(members.count)
+        for (position, member) in members.enumerated() { last[member.key] = position }
+        CostProbe.count(members.count)
+        self.last = last
+        hasDuplicates = last.count != members.count
     }
 }
 

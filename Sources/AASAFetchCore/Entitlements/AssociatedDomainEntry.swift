@@ -199,6 +199,10 @@ public struct EntryParser: Sendable {
             return fail("entitlement-path", "'\(text)' includes a path; the entry names a domain only",
                         fix: "write '\(serviceName):\(hostPart)' and put paths in the association file")
         }
+        if let address = Self.ipAddress(in: rest) {
+            return fail("entitlement-ip-address", "'\(text)' names the IP address \(address); an entry names a domain, which devices look up by name",
+                        fix: "write '\(serviceName):' followed by the domain name that serves the association file")
+        }
         if let portColon = rest.lastIndex(of: ":") {
             let port = rest[rest.index(after: portColon)...]
             return fail("entitlement-port", "'\(text)' includes a port (\(port)); links to it will not open the app",
@@ -296,6 +300,22 @@ public struct EntryParser: Sendable {
     }
 
     /// Checks LDH syntax and lengths of an ASCII host; returns the problem or `nil`.
+    /// The IP address an entry names instead of a domain, port left out: a bracketed IPv6 literal
+    /// (`[::1]`, `[::1]:443`), a bare IPv6 address (two colons or more) or a dotted IPv4 address.
+    static func ipAddress(in rest: String) -> String? {
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return rest }
+            return String(rest[...close])
+        }
+        if rest.filter({ $0 == ":" }).count >= 2 { return rest }
+        let host = rest.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        let isIPv4 = parts.count == 4 && parts.allSatisfy { part in
+            (1...3).contains(part.count) && part.allSatisfy { $0.isASCII && $0.isNumber } && Int(part).map { $0 <= 255 } == true
+        }
+        return isIPv4 ? String(host) : nil
+    }
+
     static func hostSyntaxProblem(_ host: String) -> String? {
         if host.utf8.count > 253 { return "longer than 253 characters" }
         if host.hasSuffix(".") { return "ends with a dot" }

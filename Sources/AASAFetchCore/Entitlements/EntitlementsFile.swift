@@ -2,8 +2,9 @@ import Foundation
 
 /// Why an entitlements file could not be read at all (each with a stable code).
 public struct EntitlementsError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The stable code: `entitlements-unreadable`, `entitlements-malformed`, `entitlements-not-a-dictionary`,
-    /// `entitlements-missing-key` or `entitlements-wrong-type`.
+    /// The stable code: `entitlements-unreadable`, `entitlements-too-large`, `entitlements-malformed`,
+    /// `entitlements-too-complex`, `entitlements-not-a-dictionary`, `entitlements-missing-key` or
+    /// `entitlements-wrong-type`.
     public var code: String
     /// What went wrong, for people.
     public var message: String
@@ -37,44 +38,38 @@ public struct EntitlementsFile: Sendable, Hashable {
         self.teamIdentifier = teamIdentifier
     }
 
-    /// Reads an entitlements file (XML or binary plist) from disk.
+    /// The largest entitlements file read (the cap on `Info.plist` files and profiles too).
+    public static let maxFileBytes = 4 << 20
+
+    /// Reads an entitlements file (XML or binary plist) from disk, at most ``maxFileBytes``.
     public static func read(path: String) throws(EntitlementsError) -> EntitlementsFile {
-        let data: Data
+        let bytes: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            bytes = try BoundedFile.read(path: path, limit: maxFileBytes)
         } catch {
-            throw EntitlementsError(code: "entitlements-unreadable", message: "cannot read \(path): \(error.localizedDescription)")
+            switch error {
+            case .tooLarge:
+                throw EntitlementsError(code: "entitlements-too-large", message: "\(error.message(path: path)); an entitlements file is a few kilobytes")
+            case .unreadable:
+                throw EntitlementsError(code: "entitlements-unreadable", message: error.message(path: path))
+            }
         }
-        return try parse(data)
+        return try parse(Data(bytes))
     }
 
-    /// Parses entitlements from XML or binary property list bytes.
+    /// Parses entitlements from XML or binary property list bytes (through ``PropertyListReader``,
+    /// so shared objects, cycles and deep nesting are refused: `entitlements-too-complex`).
     public static func parse(_ data: Data) throws(EntitlementsError) -> EntitlementsFile {
-        let object: Any
+        let value: PlistValue
         do {
-            object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+            value = try PropertyListReader.decode([UInt8](data))
         } catch {
-            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
-            throw EntitlementsError(code: "entitlements-malformed", message: "not a valid property list: \(detail)")
+            throw EntitlementsError(code: error.kind == .tooComplex ? "entitlements-too-complex" : "entitlements-malformed", message: error.message)
         }
-        guard let dictionary = object as? [String: Any] else {
+        guard case .dictionary(let dictionary) = value else {
             throw EntitlementsError(code: "entitlements-not-a-dictionary", message: "the property list's top level is not a dictionary")
         }
-        guard let rawDomains = dictionary[associatedDomainsKey] else {
-            throw EntitlementsError(
-                code: "entitlements-missing-key",
-                message: "no \(associatedDomainsKey) key: the app has no associated domains (a release build signed without them?)"
-            )
-        }
-        guard let array = rawDomains as? [Any] else {
-            throw EntitlementsError(code: "entitlements-wrong-type", message: "\(associatedDomainsKey) is not an array of strings")
-        }
-        return EntitlementsFile(
-            associatedDomains: array.map { $0 as? String },
-            applicationIdentifier: (dictionary["application-identifier"] as? String)
-                ?? (dictionary["com.apple.application-identifier"] as? String),
-            teamIdentifier: dictionary["com.apple.developer.team-identifier"] as? String
-        )
+        return try from(dictionary)
     }
 
     /// Reads the entitlements this tool needs from a decoded dictionary (an app's code signature or
@@ -88,7 +83,7 @@ public struct EntitlementsFile: Sendable, Hashable {
         }
         guard let strings = rawDomains.stringArray else {
             throw EntitlementsError(code: "entitlements-wrong-type",
-                                    message: "\(associatedDomainsKey) is \(rawDomains), not an array of strings")
+                                    message: "\(associatedDomainsKey) is \(article(rawDomains.typeName)), not an array of strings")
         }
         return EntitlementsFile(
             associatedDomains: strings,

@@ -6,11 +6,15 @@ public enum LineReaderError: Error, Sendable, Equatable, CustomStringConvertible
     case unreadable(String)
     /// A line is not valid UTF-8 (1-based, counting line feeds).
     case invalidUTF8(line: Int)
+    /// A line is longer than the reader's limit (1-based, counting line feeds); nothing past the
+    /// limit was read into memory.
+    case lineTooLong(line: Int, limit: Int)
 
     public var description: String {
         switch self {
         case .unreadable(let message): message
         case .invalidUTF8(let line): "line \(line) is not valid UTF-8"
+        case .lineTooLong(let line, let limit): "line \(line) is longer than \(limit) bytes"
         }
     }
 }
@@ -21,9 +25,18 @@ public enum LineReaderError: Error, Sendable, Equatable, CustomStringConvertible
 /// and empty lines are skipped. A line longer than the buffer is joined across reads; invalid UTF-8
 /// fails with the line's number (the whole-file read fails the whole file). A leading byte order
 /// mark is dropped, as the whole-file read drops it.
+///
+/// Memory is bounded: a line (between two of LF, VT, FF, CR) longer than `maxLineBytes` fails with
+/// ``LineReaderError/lineTooLong(line:limit:)`` as soon as the reader has that many bytes of it, so
+/// a file without line ends (`/dev/zero`) costs at most the limit plus one buffer.
 public struct LineReader {
+    /// The default longest line: 64 KiB (an entry or URL is far shorter).
+    public static let defaultMaxLineBytes = 64 * 1024
+
     private let handle: FileHandle
+    private let ownsHandle: Bool
     private let bufferSize: Int
+    private let maxLineBytes: Int
     /// Bytes read; those before `start` are split already.
     private var buffer: [UInt8] = []
     private var start = 0
@@ -31,22 +44,36 @@ public struct LineReader {
     private var ready: [String] = []
     private var readyIndex = 0
     private var atEnd = false
-    private var physicalLine = 0
+    /// Line feeds before `start`: the current line's number is one more.
+    private var lineFeeds = 0
     private var first = true
 
-    /// Opens `path`.
-    public init(path: String, bufferSize: Int = 64 * 1024) throws(LineReaderError) {
+    /// Opens `path`; lines longer than `maxLineBytes` bytes fail.
+    public init(path: String, bufferSize: Int = 64 * 1024, maxLineBytes: Int = LineReader.defaultMaxLineBytes) throws(LineReaderError) {
+        let handle: FileHandle
         do {
             handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
         } catch {
             throw .unreadable(error.localizedDescription)
         }
-        self.bufferSize = max(1, bufferSize)
+        self.init(handle: handle, ownsHandle: true, bufferSize: bufferSize, maxLineBytes: maxLineBytes)
     }
 
-    /// Closes the file (also done when the reader is released).
+    /// Reads an open file (standard input, say), which ``close()`` leaves open.
+    public init(handle: FileHandle, bufferSize: Int = 64 * 1024, maxLineBytes: Int = LineReader.defaultMaxLineBytes) {
+        self.init(handle: handle, ownsHandle: false, bufferSize: bufferSize, maxLineBytes: maxLineBytes)
+    }
+
+    private init(handle: FileHandle, ownsHandle: Bool, bufferSize: Int, maxLineBytes: Int) {
+        self.handle = handle
+        self.ownsHandle = ownsHandle
+        self.bufferSize = max(1, bufferSize)
+        self.maxLineBytes = max(1, maxLineBytes)
+    }
+
+    /// Closes the file it opened (also done when the reader is released).
     public func close() {
-        try? handle.close()
+        if ownsHandle { try? handle.close() }
     }
 
     /// The next non-empty line, or `nil` at the end of the file.
@@ -58,14 +85,17 @@ public struct LineReader {
             }
             ready.removeAll(keepingCapacity: true)
             readyIndex = 0
-            // A whole physical line (up to a line feed), reading more when needed.
+            // A whole physical line (up to LF, VT, FF or CR), reading more when needed.
             var searchFrom = start
             while true {
-                if let feed = buffer[searchFrom...].firstIndex(of: 0x0A) {
-                    try split(buffer[start..<feed])
-                    start = feed + 1
+                if let end = buffer[searchFrom...].firstIndex(where: { $0 >= 0x0A && $0 <= 0x0D }) {
+                    guard end - start <= maxLineBytes else { throw .lineTooLong(line: lineFeeds + 1, limit: maxLineBytes) }
+                    try split(buffer[start..<end])
+                    if buffer[end] == 0x0A { lineFeeds += 1 }
+                    start = end + 1
                     break
                 }
+                guard buffer.count - start <= maxLineBytes else { throw .lineTooLong(line: lineFeeds + 1, limit: maxLineBytes) }
                 if atEnd {
                     if start == buffer.count { return nil }
                     try split(buffer[start...])
@@ -91,16 +121,16 @@ public struct LineReader {
         }
     }
 
-    /// Decodes one physical line (without its line feed) and splits it at the other newline characters.
+    /// Decodes one physical line (without its line end) and splits it at the other newline
+    /// characters (NEL, U+2028, U+2029).
     private mutating func split(_ bytes: ArraySlice<UInt8>) throws(LineReaderError) {
-        physicalLine += 1
         var bytes = bytes
         if first {
             first = false
             if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw .invalidUTF8(line: physicalLine)
+            throw .invalidUTF8(line: lineFeeds + 1)
         }
         for line in text.split(whereSeparator: \.isNewline) {
             ready.append(String(line))

@@ -33,7 +33,7 @@ public enum AASALinter {
     public static let catalog: [LintCode] = [
         LintCode(code: "invalid-json", severity: .error, summary: "The file is not strict JSON (position given)."),
         LintCode(code: "not-an-association-file", severity: .error, summary: "Valid JSON without any documented service at the top level."),
-        LintCode(code: "too-large", severity: .error, summary: "Larger than the size limit (128 KiB): devices refuse it."),
+        LintCode(code: "too-large", severity: .error, summary: "Larger than the size limit (128 KiB): devices refuse it; the file is not parsed further."),
         LintCode(code: "size-near-limit", severity: .warning, summary: "At least 90 % of the size limit."),
         LintCode(code: "bom", severity: .warning, summary: "Starts with a UTF-8 byte order mark."),
         LintCode(code: "duplicate-key", severity: .warning, summary: "A key appears twice in one object; the last one wins."),
@@ -81,15 +81,21 @@ public enum AASALinter {
     /// The built-in substitution variables.
     public static let builtInVariables: Set<String> = ["alpha", "upper", "lower", "alnum", "digit", "xdigit", "region", "lang"]
 
-    /// Lints raw bytes.
+    /// The `too-large` finding for a file of `size` bytes (`nil`: more than `limit`, size unknown).
+    public static func tooLargeFinding(size: Int?, limit: Int) -> Finding {
+        let what = size.map { "the file is \($0) bytes, over the \(limit)-byte limit" }
+            ?? "the file is larger than the \(limit)-byte limit (reading stopped there)"
+        return .error(
+            "too-large", "\(what); devices and Apple's CDN refuse it",
+            fix: "Shrink the file: merge app IDs into one detail's \"appIDs\", use wildcards and substitution variables.")
+    }
+
+    /// Lints raw bytes. A file over the size limit gets `too-large` alone: it is not parsed.
     public static func lint(_ bytes: [UInt8], options: LintOptions = .init()) -> [Finding] {
         var sizeFindings: [Finding] = []
         let limit = max(1, options.maxSize)
         if bytes.count > limit {
-            sizeFindings.append(
-                .error(
-                    "too-large", "the file is \(bytes.count) bytes, over the \(limit)-byte limit; devices and Apple's CDN refuse it",
-                    fix: "Shrink the file: merge app IDs into one detail's \"appIDs\", use wildcards and substitution variables."))
+            return [tooLargeFinding(size: bytes.count, limit: limit)]
         } else if bytes.count * 10 >= limit * 9 {
             sizeFindings.append(
                 .warning(
@@ -158,7 +164,7 @@ struct Linter {
     mutating func duplicateKeys(_ value: JSONValue, pointer: String) {
         switch value.kind {
         case .object(let members):
-            guard JSONValue.hasDuplicateKeys(members) else {
+            guard value.hasDuplicateKeys else {
                 for member in members {
                     duplicateKeys(member.value, pointer: JSONPointer.appending(pointer, member.key))
                 }
