@@ -83,7 +83,7 @@ extension AASAFetchCommand {
             let records: [HostRecord]
             let path = store.location
             do {
-                let database = try await store.open(create: false)
+                let database = try await store.open(create: false, readOnly: true)
                 if let host {
                     let name = host.lowercased()
                     let states = try await database.states(of: Route.allCases.map { HostKey(host: name, route: $0) })
@@ -248,7 +248,7 @@ extension AASAFetchCommand {
             let folder = out ?? (store.directory as NSString).appendingPathComponent("export")
             var files: [File] = []
             do {
-                let database = try await store.open(create: false)
+                let database = try await store.open(create: false, readOnly: true)
                 let keys = try await database.allHosts().filter { $0.approvedSize != nil }.map(\.key)
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
                 for chunk in stride(from: 0, to: keys.count, by: 500).map({ Array(keys[$0..<min($0 + 500, keys.count)]) }) {
