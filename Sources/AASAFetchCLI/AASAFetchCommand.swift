@@ -23,8 +23,32 @@ public enum AASAFetchVersion {
 }
 
 extension AASAFetchCommand {
+    /// Prepares the process; call it first thing in `main`, before the concurrency runtime starts
+    /// (its event descriptors would take the number of a closed standard stream): makes sure
+    /// descriptors 0–2 are open (``StandardStreams``) and raises the soft limit of open files
+    /// toward the hard one (``ProcessLimits``). Idempotent.
+    public static func prepareProcess() {
+        StandardStreams.reserveStandardDescriptors()
+        ProcessLimits.raiseDescriptorLimit()
+    }
+
     /// Parses the process arguments, runs the chosen command and exits with its status.
+    ///
+    /// After the command, a standard output that failed during it decides how the process ends
+    /// (``StandardStreams``).
     public static func runFromCommandLine() async {
-        await main()
+        prepareProcess()
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            StandardStreams.finishIfOutputFailed()
+            exit(withError: error)
+        }
+        StandardStreams.finishIfOutputFailed()
     }
 }

@@ -84,7 +84,9 @@ extension AASAFetchCommand {
             } else {
                 HumanRenderer(console: console).renderRun(report)
             }
-            let storeFailure = await recordingTask?.value ?? nil
+            var storeFailure = await recordingTask?.value ?? nil
+            let shortages = run.results.filter { $0.code == "descriptors-exhausted" }.count
+            if storeFailure == nil, shortages > 0 { storeFailure = .descriptorsExhausted(hosts: shortages) }
             if let storeFailure {
                 console.err("aasa-fetch: \(storeFailure.code): \(storeFailure.message)")
                 throw ExitStatus.cannotRun
@@ -228,12 +230,12 @@ final class ProgressReporter: Sendable {
             return "\(done)/\(total) hosts · \(String(format: "%.1f", rate))/s · ETA \(eta)s" + (failures.isEmpty ? "" : " · \(failures)")
         }
         if let line {
-            FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+            Console.standard.errControl("\r\u{1B}[K" + TerminalText.escaped(line))
         }
     }
 
     func finish() {
         guard enabled else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        Console.standard.errControl("\r\u{1B}[K")
     }
 }

@@ -80,12 +80,12 @@ extension AASAFetchCommand {
                 throw ExitStatus.cannotRun
             }
             var allMatch = true
-            for url in urls {
+            for url in urls where !console.outputFailed {
                 for app in apps {
                     let explanation = matcher.explain(url: url, appID: app)
                     if explanation.decision != .match { allMatch = false }
                     if json {
-                        console.out(try JSONOutput.line(explanation))
+                        console.outJSON(try JSONOutput.line(explanation))
                     } else {
                         render(explanation, console: console)
                     }
@@ -259,7 +259,7 @@ extension AASAFetchCommand {
                 }
                 if response["id"] == nil { response["id"] = NSNull() }
                 let out = try JSONSerialization.data(withJSONObject: response, options: [.sortedKeys, .withoutEscapingSlashes])
-                console.out(String(decoding: out, as: UTF8.self))
+                console.outJSON(String(decoding: out, as: UTF8.self))
             }
             if failed { throw ExitStatus.failure }
         }

@@ -30,6 +30,8 @@ struct StreamingRun {
         var pending: [HostFetchResult] = []
         var storeFailure: CommandFailure?
         var spoolFailure: CommandFailure?
+        var shortages = 0
+        var stopped = false
         var human = RunRenderer(console: console, hostWidth: RunRenderer.width(longest: source.longestHost))
         var writer = JSONStreamWriter(console: console)
 
@@ -56,6 +58,7 @@ struct StreamingRun {
         do {
             try await source.fetchEach(with: fetcher) { result in
                 done += 1
+                if result.code == "descriptors-exhausted" { shortages += 1 }
                 progress.update(done: done, result: result)
                 waiting[result.startOrder] = result
                 // Print in start order: a host waits only for hosts planned before it.
@@ -71,6 +74,13 @@ struct StreamingRun {
                     }
                     domainWarnings += domain.warningCount
                     if json { writer.domain(domain) } else { human.domain(domain) }
+                    if console.outputFailed && !stopped {
+                        // Nobody reads any more (`| head`) or the output cannot be written: start
+                        // nothing new and cancel the downloads under way (their results are not
+                        // recorded); what finished is still recorded below.
+                        stopped = true
+                        withUnsafeCurrentTask { $0?.cancel() }
+                    }
                     if store != nil {
                         // The store keeps the body; this run does not.
                         pending.append(ready)
@@ -98,7 +108,7 @@ struct StreamingRun {
                 try source.forEachVerdict(.fetchableWithOwnFindings) { human.ownFindings($0) }
                 human.finish(summary: summary)
             }
-            return (summary, storeFailure)
+            return (summary, storeFailure ?? (shortages > 0 ? .descriptorsExhausted(hosts: shortages) : nil))
         } catch {
             return (nil, CommandFailure(spool: error))
         }
@@ -244,6 +254,16 @@ final class SpoolSource: RunSource {
 }
 
 extension CommandFailure {
+    /// Hosts that could not be fetched because this process ran out of file descriptors: a failure
+    /// of the run (exit 2), never recorded as the hosts' results.
+    static func descriptorsExhausted(hosts: Int) -> CommandFailure {
+        let limit = ProcessLimits.descriptorLimit.map { " (the limit is \($0))" } ?? ""
+        return CommandFailure(
+            code: "descriptors-exhausted",
+            message: "\(hosts) host(s) could not be fetched: this process ran out of file descriptors\(limit); their results were not recorded. Raise the open-file limit (ulimit -n) or lower --concurrency"
+        )
+    }
+
     /// A spool failure (or any error of a spooled run) as a command failure (exit 2).
     init(spool error: any Error) {
         if let error = error as? SpoolError {
@@ -272,16 +292,16 @@ struct JSONStreamWriter {
     }
 
     func begin(appIDSource: AppIDSource, appIDs: [String]) {
-        console.out("{")
-        console.out("  \"appIDSource\" : \(encoded(appIDSource, indent: "  ")),")
-        console.out("  \"appIDs\" : \(encoded(appIDs, indent: "  ")),")
-        console.out("  \"domains\" : [")
+        console.outJSON("{")
+        console.outJSON("  \"appIDSource\" : \(encoded(appIDSource, indent: "  ")),")
+        console.outJSON("  \"appIDs\" : \(encoded(appIDs, indent: "  ")),")
+        console.outJSON("  \"domains\" : [")
     }
 
     mutating func domain(_ domain: DomainReport) {
         let prefix = domains == 0 ? "" : ",\n"
         domains += 1
-        FileHandle.standardOutput.write(Data((prefix + "    " + encoded(domain, indent: "    ")).utf8))
+        console.outJSONFragment(prefix + "    " + encoded(domain, indent: "    "))
     }
 
     /// Ends the document: the `entries` array (`entryCount` verdicts, handed over one at a time by
@@ -290,23 +310,23 @@ struct JSONStreamWriter {
         entryCount: Int, entries: (_ body: (EntryVerdict) throws -> Void) throws -> Void,
         findings: [Finding], region: String?, summary: RunSummary
     ) throws {
-        console.out(domains == 0 ? "  ]," : "\n  ],")
+        console.outJSON(domains == 0 ? "  ]," : "\n  ],")
         // One entry at a time: encoding the whole array at once would hold its text N times over.
         if entryCount == 0 {
-            console.out("  \"entries\" : [],")
+            console.outJSON("  \"entries\" : [],")
         } else {
-            console.out("  \"entries\" : [")
+            console.outJSON("  \"entries\" : [")
             var written = 0
             try entries { entry in
                 written += 1
-                console.out("    " + encoded(entry, indent: "    ") + (written == entryCount ? "" : ","))
+                console.outJSON("    " + encoded(entry, indent: "    ") + (written == entryCount ? "" : ","))
             }
-            console.out("  ],")
+            console.outJSON("  ],")
         }
-        console.out("  \"findings\" : \(encoded(findings, indent: "  ")),")
-        console.out("  \"region\" : \(encoded(region, indent: "  ")),")
-        console.out("  \"schemaVersion\" : 1,")
-        console.out("  \"summary\" : \(encoded(summary, indent: "  "))")
-        console.out("}")
+        console.outJSON("  \"findings\" : \(encoded(findings, indent: "  ")),")
+        console.outJSON("  \"region\" : \(encoded(region, indent: "  ")),")
+        console.outJSON("  \"schemaVersion\" : 1,")
+        console.outJSON("  \"summary\" : \(encoded(summary, indent: "  "))")
+        console.outJSON("}")
     }
 }
