@@ -341,7 +341,7 @@ final class Transfer {
         case .headersTooLarge where headerLimitExceeded:
             text = "the response's header and trailer lines exceed \(request.maxHeaderBytes) bytes"
         case .headersTooLarge:
-            text = "a response header line is longer than libcurl accepts (\(text))"
+            text = "a response header or trailer line is longer than libcurl's limit of 100 KiB (libcurl: \(text))"
         case .descriptorsExhausted:
             let reason = descriptorShortage.map { String(cString: strerror($0)) } ?? "Too many open files"
             text = "no file descriptor left for the transfer (\(reason)): \(text)"

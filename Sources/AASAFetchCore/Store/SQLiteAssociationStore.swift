@@ -59,9 +59,17 @@ public struct SQLiteAssociationStore: AssociationStore {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         // The usual case, without a lock: the file exists and is up to date.
-        if existed, let ready = try? Self.open(path: path, configuration: configuration, migrate: false) {
-            queue = ready
-            return
+        if existed {
+            do {
+                if let ready = try Self.open(path: path, configuration: configuration, migrate: false) {
+                    queue = ready
+                    return
+                }
+            } catch where ["store-locked", "store-newer-schema", "store-unreadable"].contains(error.code) {
+                throw error
+            } catch {
+                // Perhaps a file another process is creating right now: again, under the lock.
+            }
         }
         // A new file, one being created by another process, or migrations to run: one process at a time.
         let migrated = try Self.withFolderLock(directory.isEmpty ? "." : directory, path: path, timeout: busyTimeout) { () throws(StoreError) in
