@@ -27,6 +27,15 @@ public enum AASAFetchVersion {
 }
 
 extension AASAFetchCommand {
+    /// Prepares the process; call it first thing in `main`, before the concurrency runtime starts
+    /// (its event descriptors would take the number of a closed standard stream): makes sure
+    /// descriptors 0–2 are open (``StandardStreams``) and raises the soft limit of open files
+    /// toward the hard one (``ProcessLimits``). Idempotent.
+    public static func prepareProcess() {
+        StandardStreams.reserveStandardDescriptors()
+        ProcessLimits.raiseDescriptorLimit()
+    }
+
     /// Parses the process arguments, runs the chosen command and exits with its status.
     ///
     /// Every error of every command ends here and is reported the same way
@@ -36,7 +45,11 @@ extension AASAFetchCommand {
     ///
     /// The options of `AASA_FETCH_*` variables are added first (see ``OptionSources``); a variable
     /// with a refused value is a usage error that names it.
+    ///
+    /// After the command, a standard output that failed during it decides how the process ends
+    /// (``StandardStreams``).
     public static func runFromCommandLine() async {
+        prepareProcess()
         let arguments = Array(CommandLine.arguments.dropFirst())
         let resolution: OptionSources.Resolution
         do {
@@ -45,7 +58,7 @@ extension AASAFetchCommand {
             exit(reporting: error, console: console(for: arguments))
         }
         for warning in resolution.warnings {
-            FileHandle.standardError.write(Data((warning + "\n").utf8))
+            Console.standard.err(warning)
         }
         await run(arguments: resolution.arguments)
     }
@@ -74,10 +87,12 @@ extension AASAFetchCommand {
         } catch {
             exit(reporting: error, console: console)
         }
+        StandardStreams.finishIfOutputFailed()
     }
 
     /// Reports `error` and exits with its status.
     static func exit(reporting error: any Error, console: Console) -> Never {
+        StandardStreams.finishIfOutputFailed()
         switch error {
         case let failure as CommandFailure:
             console.report(failure)

@@ -41,20 +41,37 @@ public struct Console: Sendable {
         return output.st_rdev == error.st_rdev
     }
 
-    /// Writes a line to standard output.
+    /// Writes a line of human output to standard output. Control characters in it (from servers,
+    /// files, stores: none of them is trusted) are escaped (``TerminalText``); only the colours of
+    /// ``paint(_:_:)`` reach the terminal.
     public func out(_ line: String) {
-        write(line + "\n")
+        StandardStreams.writeOutput(Self.human(line) + "\n")
     }
 
-    /// Writes text to standard output as it is.
-    public func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
-    }
-
-    /// Writes a line to standard error.
+    /// Writes a line to standard error, escaped like ``out(_:)``.
     public func err(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        StandardStreams.writeError(Self.human(line) + "\n")
     }
+
+    /// Writes machine output (JSON text, whose strings are escaped already) to standard output as
+    /// it is, with a line feed.
+    public func outJSON(_ text: String) {
+        StandardStreams.writeOutput(text + "\n")
+    }
+
+    /// Writes machine output to standard output as it is, without a line feed.
+    public func outJSONFragment(_ text: String) {
+        StandardStreams.writeOutput(text)
+    }
+
+    /// Writes our own terminal control text (the progress line) to standard error as it is.
+    func errControl(_ text: String) {
+        StandardStreams.writeError(text)
+    }
+
+    /// Whether standard output stopped taking output (a closed pipe, a full disk): a long run stops
+    /// starting work, and the process ends by it (``StandardStreams``).
+    public var outputFailed: Bool { StandardStreams.standardOutputFailure != nil }
 
     /// Writes an `Encodable` value as one pretty JSON document (``JSONOutput/string(_:)``) to
     /// standard output. A failure after it is reported on standard error only, so standard output
@@ -62,13 +79,13 @@ public struct Console: Sendable {
     public func json<T: Encodable>(_ value: T) throws {
         let text = try JSONOutput.string(value)
         Self.state.withLock { $0.documentWritten = true }
-        out(text)
+        outJSON(text)
     }
 
     /// Writes an `Encodable` value as one compact JSON line (``JSONOutput/line(_:)``) to standard
     /// output: the line protocols (`match --json`, `match --cases`, `refresh --watch/--worker --json`).
     public func jsonLine<T: Encodable>(_ value: T) throws {
-        out(try JSONOutput.line(value))
+        outJSON(try JSONOutput.line(value))
     }
 
     /// Marks the start of a document written piece by piece (the streaming run).
@@ -101,7 +118,7 @@ public struct Console: Sendable {
         let (json, lines, written) = Self.state.withLock { ($0.json, $0.lines, $0.documentWritten) }
         guard json, !written else { return }
         let document = ErrorDocument(error: .init(code: failure.code, message: failure.message))
-        if let text = try? (lines ? JSONOutput.line(document) : JSONOutput.string(document)) { out(text) }
+        if let text = try? (lines ? JSONOutput.line(document) : JSONOutput.string(document)) { outJSON(text) }
     }
 
     private struct State {
@@ -113,18 +130,43 @@ public struct Console: Sendable {
     private static let state = Mutex(State())
 
     /// Wraps `text` in an ANSI colour when standard output is a terminal.
+    ///
+    /// The colour is carried to ``out(_:)`` by a marker that holds a random number drawn once per
+    /// process, so text from outside cannot forge one; ``out(_:)`` escapes everything else.
     public func paint(_ text: String, _ color: ANSIColor) -> String {
-        colorsStdout ? "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m" : text
+        colorsStdout ? "\(Self.marker)\(color.rawValue)m\(text)\(Self.marker)0m" : text
+    }
+
+    /// Starts a colour: a private-use character, a per-process random number, another one; then the SGR
+    /// parameter and `m`.
+    private static let marker = "\u{E000}\(UInt64.random(in: 1...UInt64.max))\u{E001}"
+
+    /// A human line: escaped, with the markers of ``paint(_:_:)`` turned into colours.
+    static func human(_ line: String) -> String {
+        guard line.contains(marker) else { return TerminalText.escaped(line) }
+        var parts = line.components(separatedBy: marker)[...]
+        var result = TerminalText.escaped(parts.removeFirst())
+        for part in parts {
+            if let end = part.firstIndex(of: "m"), ANSIColor.parameters.contains(String(part[..<end])) {
+                result += "\u{1B}[\(part[..<end])m" + TerminalText.escaped(String(part[part.index(after: end)...]))
+            } else {
+                result += TerminalText.escaped(part)
+            }
+        }
+        return result
     }
 }
 
 /// ANSI colours used in human output.
-public enum ANSIColor: String, Sendable {
+public enum ANSIColor: String, Sendable, CaseIterable {
     case red = "31"
     case green = "32"
     case yellow = "33"
     case dim = "2"
     case bold = "1"
+
+    /// Every SGR parameter ``Console/paint(_:_:)`` writes (the colours and the reset).
+    static let parameters: Set<String> = Set(allCases.map(\.rawValue) + ["0"])
 }
 
 /// The JSON encoding every command uses for `--json`: ``ReportJSONWriter`` (every key present,

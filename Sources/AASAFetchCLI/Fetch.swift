@@ -92,7 +92,9 @@ extension AASAFetchCommand {
             } else {
                 HumanRenderer(console: console).renderRun(report)
             }
-            let storeFailure = await recordingTask?.value ?? nil
+            var storeFailure = await recordingTask?.value ?? nil
+            let shortages = run.results.filter { $0.code == "descriptors-exhausted" }.count
+            if storeFailure == nil, shortages > 0 { storeFailure = .descriptorsExhausted(hosts: shortages) }
             if let storeFailure { throw storeFailure }
             if !report.succeeded { throw ExitStatus.failure }
         }
@@ -224,7 +226,7 @@ final class ProgressReporter: Sendable {
     ///   - sharesTerminal: whether standard output is that same terminal.
     ///   - write: where the progress escapes and text go (standard error).
     init(total: Int, enabled: Bool, sharesTerminal: Bool = false,
-         write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }) {
+         write: @escaping @Sendable (String) -> Void = { Console.standard.errControl($0) }) {
         self.total = total
         self.enabled = enabled
         self.sharesTerminal = sharesTerminal
@@ -281,7 +283,7 @@ final class ProgressReporter: Sendable {
 
     private func draw(_ state: inout State) {
         guard let line = state.line, !state.finished, !sharesTerminal || state.outputAtLineStart else { return }
-        write("\r\u{1B}[K\(line)")
+        write("\r\u{1B}[K" + TerminalText.escaped(line))
         state.shown = true
     }
 

@@ -67,7 +67,7 @@ extension AASAFetchCommand {
                 throw CommandFailure(code: "no-app-id", message: "the files name no app for applinks; pass --app-id")
             }
             var allMatch = true
-            for url in urls {
+            for url in urls where !console.outputFailed {
                 for app in apps {
                     let explanation = matcher.explain(url: url, appID: app)
                     if explanation.decision != .match { allMatch = false }

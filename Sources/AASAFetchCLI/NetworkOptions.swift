@@ -34,9 +34,27 @@ struct NetworkOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Most downloads at once (one connection per host).", valueName: "n"))
     var concurrency: Int = 32
 
+    /// The longest `--connect-timeout` and `--max-time`: a day.
+    static let maxSeconds: Double = 86_400
+    /// The largest `--max-size`: 1 GiB (Apple's own limit is 128 KiB).
+    static let maxSizeLimit = 1 << 30
+
+    /// Every command that downloads validates here, once: durations, sizes, counts, and the
+    /// options that end up in request headers or curl's lists (exit 64 for each).
     func validate() throws {
-        guard connectTimeout > 0, maxTime > 0 else { throw ValidationError("timeouts must be positive") }
-        guard maxSize > 0 else { throw ValidationError("--max-size must be positive") }
+        for (name, seconds) in [("--connect-timeout", connectTimeout), ("--max-time", maxTime)] {
+            guard seconds.isFinite, seconds > 0, seconds <= Self.maxSeconds else {
+                throw ValidationError("\(name) takes seconds above 0 and at most \(Int(Self.maxSeconds)) (a day), not \(seconds)")
+            }
+        }
+        guard maxSize > 0, maxSize <= Self.maxSizeLimit else { throw ValidationError("--max-size must be between 1 and \(Self.maxSizeLimit) bytes") }
+        // Header-like options: a CR or LF would end the User-Agent line and add request headers
+        // (a second Host); any control character is refused in them and in curl's lists.
+        for (name, values) in [("--user-agent", [userAgent]), ("--resolve", resolve), ("--connect-to", connectTo), ("--cacert", cacert.map { [$0] } ?? [])] {
+            for value in values where value.unicodeScalars.contains(where: TerminalText.isControl) {
+                throw ValidationError("\(name) must not contain control characters (CR, LF, …): \(TerminalText.escaped(value))")
+            }
+        }
         guard concurrency >= 1, concurrency <= 4096 else { throw ValidationError("--concurrency must be between 1 and 4096") }
         guard parsedRetryDelays != nil else { throw ValidationError("--retry-delays takes seconds separated by commas, e.g. 1,3") }
         for entry in resolve where entry.split(separator: ":", omittingEmptySubsequences: false).count < 3 {
@@ -69,7 +87,8 @@ struct NetworkOptions: ParsableArguments {
         options.connectTo = connectTo
         options.allowPrivateAddresses = allowPrivate
         options.retryDelays = parsedRetryDelays ?? [1, 3]
-        options.concurrency = concurrency
+        // No more downloads at once than the open-file limit allows (said once on stderr).
+        options.concurrency = ProcessLimits.concurrency(concurrency, console: .standard)
         return options
     }
 }

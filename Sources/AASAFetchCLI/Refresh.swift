@@ -46,8 +46,8 @@ extension AASAFetchCommand {
         @Flag(name: .shortAndLong, help: "No progress or notes on standard error.") var quiet = false
 
         func validate() throws {
-            if let interval, IntervalParser.seconds(interval) == nil { throw ValidationError("--interval takes a duration such as 30s, 15m or 2h") }
-            if let lease, IntervalParser.seconds(lease) == nil { throw ValidationError("--lease takes a duration such as 90s, 10m or seconds") }
+            if let interval, IntervalParser.seconds(interval) == nil { throw ValidationError("--interval takes a duration such as 30s, 15m or 2h (at most 366 days)") }
+            if let lease, IntervalParser.seconds(lease) == nil { throw ValidationError("--lease takes a duration such as 90s, 10m or seconds (at most 366 days)") }
             if let owner, owner.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--owner takes a non-empty name") }
             if worker && watch { throw ValidationError("--worker and --watch are two ways to keep running; pick one") }
             if worker && now != nil { throw ValidationError("--worker runs on the real clock (no --now)") }
@@ -55,7 +55,7 @@ extension AASAFetchCommand {
             if let region, !DomainPrioritizer.isKnownRegion(region) {
                 throw ValidationError("'\(region)' is not an ISO 3166-1 region code with a ccTLD")
             }
-            if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be positive") }
+            if let batchSize, batchSize < 1 || batchSize > 100_000 { throw ValidationError("--batch-size must be between 1 and 100000") }
             guard CDNFetcher.isValidBase(cdnBase) else {
                 throw ValidationError("--cdn-base takes an https:// URL without query, e.g. \(CDNFetcher.defaultBase), not '\(cdnBase)'")
             }
@@ -104,10 +104,16 @@ extension AASAFetchCommand {
                     let report = try await job.run(now: clock, stop: stop)
                     broken = broken || report.broken
                     render(report, console: console)
+                    if report.descriptorShortages > 0 {
+                        failure = .descriptorsExhausted(hosts: report.descriptorShortages)
+                        break
+                    }
                 } catch {
                     failure = CommandFailure(storeCall: error)
                     break
                 }
+                // Nobody reads the reports any more: stop as a signal would.
+                if console.outputFailed { stop.stop() }
                 if !watch || stop.isStopped { break }
             } while !(await stop.sleep(for: .milliseconds(Int(pause * 1000))))
             await client.shutdown()
@@ -133,6 +139,12 @@ extension AASAFetchCommand {
                     switch event {
                     case .batch(let report):
                         Self.render(report, json: json, quiet: quiet, lines: true, worker: true, console: console)
+                        if report.descriptorShortages > 0 {
+                            let failure = CommandFailure.descriptorsExhausted(hosts: report.descriptorShortages)
+                            console.err("aasa-fetch refresh: \(failure.code): \(failure.message); they were released for the next batch")
+                        }
+                        // Nobody reads the reports any more: stop as a signal would.
+                        if console.outputFailed { stop.stop() }
                     case .idle:
                         break
                     case .storeUnavailable(let error, let retry):

@@ -113,7 +113,7 @@ extension AASAFetchCommand {
             let records: [HostRecord]
             let path = store.location
             do {
-                let database = try await store.open(create: false)
+                let database = try await store.open(create: false, readOnly: true)
                 if let host {
                     let name = host.lowercased()
                     let states = try await database.states(of: Route.allCases.map { HostKey(host: name, route: $0) })
@@ -348,7 +348,7 @@ extension AASAFetchCommand {
             var files: [File] = []
             var skipped: [Skipped] = []
             do {
-                let database = try await store.open(create: false)
+                let database = try await store.open(create: false, readOnly: true)
                 let keys = try await database.allHosts().filter { $0.approvedSize != nil }.map(\.key)
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
                 var routeFolders: Set<Route> = []

@@ -27,8 +27,9 @@ struct StoreOptions: ParsableArguments {
     var path: String { (directory as NSString).appendingPathComponent(SQLiteAssociationStore.fileName) }
 
     /// Opens the store: connects to PostgreSQL (creating its tables when missing) with `--store`,
-    /// else opens the SQLite file; with `create`, makes the folder and file when missing.
-    func open(create: Bool) async throws(CommandFailure) -> any AssociationStore {
+    /// else opens the SQLite file; with `create`, makes the folder and file when missing; with
+    /// `readOnly` (commands that only read), opens the SQLite file read-only.
+    func open(create: Bool, readOnly: Bool = false) async throws(CommandFailure) -> any AssociationStore {
         if let url {
             do {
                 return try await PostgresAssociationStore.connect(url: url)
@@ -39,7 +40,7 @@ struct StoreOptions: ParsableArguments {
             }
         }
         do {
-            return try SQLiteAssociationStore(path: path, create: create)
+            return try SQLiteAssociationStore(path: path, create: create, readOnly: readOnly)
         } catch let error as StoreError {
             throw CommandFailure(store: error)
         } catch {
@@ -164,16 +165,22 @@ enum StoreSession {
     }
 }
 
-/// Parses `15m`, `30s`, `2h`, `1d` or plain seconds.
+/// Parses `15m`, `30s`, `2h`, `1d` or plain seconds: finite, above 0 and at most
+/// ``maxSeconds`` (a non-finite or absurd duration is a usage error, never a crash later).
 enum IntervalParser {
+    /// The longest duration accepted: 366 days.
+    static let maxSeconds: Double = 366 * 86_400
+
     static func seconds(_ text: String) -> Double? {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
-        for (suffix, factor) in units where trimmed.hasSuffix(suffix) {
-            guard let value = Double(trimmed.dropLast(suffix.count)), value > 0 else { return nil }
-            return value * factor
+        var value: Double?
+        if let (suffix, factor) = units.first(where: { trimmed.hasSuffix($0.0) }) {
+            value = Double(trimmed.dropLast(suffix.count)).map { $0 * factor }
+        } else {
+            value = Double(trimmed)
         }
-        guard let value = Double(trimmed), value > 0 else { return nil }
+        guard let value, value.isFinite, value > 0, value <= maxSeconds else { return nil }
         return value
     }
 }

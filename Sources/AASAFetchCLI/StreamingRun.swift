@@ -32,6 +32,8 @@ struct StreamingRun {
         var spoolFailure: CommandFailure?
         // On the CDN route, CDN records are labelled "HOST (cdn)".
         let labelSuffix = (source as? PlanSource)?.cdn == nil ? 0 : RunRenderer.cdnSuffix.count
+        var shortages = 0
+        var stopped = false
         var human = RunRenderer(console: console, hostWidth: RunRenderer.width(longest: source.longestHost.map { $0 + labelSuffix }))
         var writer = JSONStreamWriter(console: console)
 
@@ -62,6 +64,7 @@ struct StreamingRun {
         do {
             try await source.fetchEach(with: fetcher) { result in
                 done += 1
+                if result.code == "descriptors-exhausted" { shortages += 1 }
                 progress.update(done: done, result: result)
                 waiting[result.startOrder] = result
                 // Print in start order: a host waits only for hosts planned before it.
@@ -84,6 +87,13 @@ struct StreamingRun {
                     } catch {
                         spoolFailure = CommandFailure(code: "internal-error", message: "\(error)")
                         continue
+                    }
+                    if console.outputFailed && !stopped {
+                        // Nobody reads any more (`| head`) or the output cannot be written: start
+                        // nothing new and cancel the downloads under way (their results are not
+                        // recorded); what finished is still recorded below.
+                        stopped = true
+                        withUnsafeCurrentTask { $0?.cancel() }
                     }
                     if store != nil {
                         // The store keeps the body; this run does not.
@@ -111,7 +121,7 @@ struct StreamingRun {
                 try source.forEachVerdict(.fetchableWithOwnFindings) { human.ownFindings($0) }
                 human.finish(summary: summary)
             }
-            return (summary, storeFailure)
+            return (summary, storeFailure ?? (shortages > 0 ? .descriptorsExhausted(hosts: shortages) : nil))
         } catch {
             return (nil, CommandFailure(spool: error))
         }
@@ -251,6 +261,16 @@ final class SpoolSource: RunSource {
 }
 
 extension CommandFailure {
+    /// Hosts that could not be fetched because this process ran out of file descriptors: a failure
+    /// of the run (exit 2), never recorded as the hosts' results.
+    static func descriptorsExhausted(hosts: Int) -> CommandFailure {
+        let limit = ProcessLimits.descriptorLimit.map { " (the limit is \($0))" } ?? ""
+        return CommandFailure(
+            code: "descriptors-exhausted",
+            message: "\(hosts) host(s) could not be fetched: this process ran out of file descriptors\(limit); their results were not recorded. Raise the open-file limit (ulimit -n) or lower --concurrency"
+        )
+    }
+
     /// A spool failure (or any error of a spooled run) as a command failure (exit 2).
     init(spool error: any Error) {
         if let error = error as? SpoolError {
@@ -274,7 +294,7 @@ struct JSONStreamWriter {
 
     /// A writer to standard output.
     init(console: Console) {
-        self.init(write: console.write, started: console.beginDocument)
+        self.init(write: console.outJSONFragment, started: console.beginDocument)
     }
 
     /// A writer to `write` (tests); `started` is called when the document begins.

@@ -67,6 +67,12 @@ package enum CurlCode {
     package static let sslEngineNotFound = Int(CURLE_SSL_ENGINE_NOTFOUND.rawValue)
     /// `CURLE_SSL_ENGINE_SETFAILED`.
     package static let sslEngineSetFailed = Int(CURLE_SSL_ENGINE_SETFAILED.rawValue)
+    /// `CURLE_FAILED_INIT`.
+    package static let failedInit = Int(CURLE_FAILED_INIT.rawValue)
+    /// `CURLE_OUT_OF_MEMORY` (also a header line past libcurl's 100 KiB limit).
+    package static let outOfMemory = Int(CURLE_OUT_OF_MEMORY.rawValue)
+    /// `CURLE_WEIRD_SERVER_REPLY`.
+    package static let weirdServerReply = Int(CURLE_WEIRD_SERVER_REPLY.rawValue)
     /// `CURLE_SSL_ENGINE_INITFAILED`.
     package static let sslEngineInitFailed = Int(CURLE_SSL_ENGINE_INITFAILED.rawValue)
 }
@@ -102,15 +108,35 @@ package enum FailureClassifier {
     ///   - errorText: The transfer's error buffer (or `curl_easy_strerror`).
     ///   - bodyLimitExceeded: Whether the write callback aborted because of the body size cap.
     ///   - refusedPrivateAddress: Whether the open-socket callback refused a private address.
+    ///   - headerLimitExceeded: Whether the header callback aborted because of the header cap.
+    ///   - descriptorShortage: Whether the process ran out of file descriptors (`EMFILE`/`ENFILE`)
+    ///     during the transfer: never the host's failure.
     /// - Returns: The kind of failure.
     package static func classify(
         curlCode: Int,
         tlsVerifyResult: Int,
         errorText: String,
         bodyLimitExceeded: Bool = false,
-        refusedPrivateAddress: Bool = false
+        refusedPrivateAddress: Bool = false,
+        headerLimitExceeded: Bool = false,
+        descriptorShortage: Bool = false
     ) -> TransferFailureKind {
+        if descriptorShortage && !bodyLimitExceeded && !headerLimitExceeded && !refusedPrivateAddress {
+            return .descriptorsExhausted
+        }
+        if headerLimitExceeded || errorText.contains("Too large response headers") {
+            return .headersTooLarge
+        }
         switch curlCode {
+        case CurlCode.outOfMemory:
+            // libcurl 7.88 reports a header or trailer line longer than its limit (100 KiB) as
+            // "Out of memory"; a real allocation failure would have ended this process already.
+            return .headersTooLarge
+        case CurlCode.weirdServerReply:
+            return .invalidResponse
+        case CurlCode.unsupportedProtocol where errorText.contains("HTTP/0.9"):
+            // Not an HTTP/1.x or HTTP/2 answer at all (or garbage): libcurl takes it for HTTP/0.9.
+            return .invalidResponse
         case CurlCode.couldntResolveHost, CurlCode.couldntResolveProxy:
             return .dnsFailure
         case CurlCode.couldntConnect:

@@ -62,7 +62,7 @@ final class MultiLoop {
 
     private static func failEverything(_ mailbox: Mailbox, reason: String) {
         let (commands, waiters) = mailbox.close(startupFailure: reason)
-        let failure = TransferFailure(kind: .invalidRequest, message: reason)
+        let failure = TransferFailure(kind: Transfer.descriptorsExhausted() ? .descriptorsExhausted : .invalidRequest, message: reason)
         for case .start(_, _, let continuation) in commands {
             continuation.resume(returning: .failure(failure))
         }
@@ -124,7 +124,8 @@ final class MultiLoop {
     private func start(id: UInt64, request: TransferRequest, continuation: TransferContinuation) {
         guard let transfer = Transfer(id: id, request: request, continuation: continuation) else {
             finish(id: id, continuation: continuation, result: .failure(
-                TransferFailure(kind: .invalidRequest, message: "libcurl could not create an easy handle")))
+                TransferFailure(kind: Transfer.descriptorsExhausted() ? .descriptorsExhausted : .invalidRequest,
+                                message: "libcurl could not create an easy handle")))
             return
         }
         do throws(TransferFailure) {
@@ -138,7 +139,8 @@ final class MultiLoop {
         guard code == CURLM_OK else {
             let message = curl_multi_strerror(code).map { String(cString: $0) } ?? "error \(code.rawValue)"
             complete(transfer, result: .failure(
-                TransferFailure(kind: .invalidRequest, curlCode: Int(code.rawValue), message: "curl_multi_add_handle: \(message)")),
+                TransferFailure(kind: Transfer.descriptorsExhausted() ? .descriptorsExhausted : .invalidRequest,
+                                curlCode: Int(code.rawValue), message: "curl_multi_add_handle: \(message)")),
                 added: false)
             return
         }

@@ -31,6 +31,12 @@ final class Transfer {
     private(set) var bodyLimitExceeded = false
     /// Headers of the last response seen so far.
     private(set) var headers: [(name: String, value: String)] = []
+    /// Bytes of every header and trailer line received so far (interim responses included).
+    private(set) var headerBytes = 0
+    /// Set when the header callback refused a line past ``TransferRequest/maxHeaderBytes``.
+    private(set) var headerLimitExceeded = false
+    /// The `errno` of a `socket()` call that failed for want of file descriptors (`EMFILE`, `ENFILE`).
+    private(set) var descriptorShortage: Int32?
     /// Addresses the open-socket callback refused as private or reserved.
     private(set) var refusedAddresses: [String] = []
 
@@ -87,6 +93,10 @@ final class Transfer {
             throw TransferFailure(kind: .invalidRequest, message: "the transfer was already cleaned up")
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
+        // A CR or LF would end the header line and start another request header (a second Host).
+        for value in [request.userAgent] + request.headers where value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
+            throw TransferFailure(kind: .invalidRequest, message: "a request header contains CR, LF or NUL: \(value.debugDescription)")
+        }
 
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)), "ERRORBUFFER")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me), "PRIVATE")
@@ -161,21 +171,21 @@ final class Transfer {
             ccurl_easy_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userData in
                 guard let transfer = Transfer.from(userData) else { return 0 }
                 let length = size * count
-                transfer.receive(headerLine: UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : length))
-                return length
+                // Anything but `length` aborts the transfer (CURLE_WRITE_ERROR).
+                return transfer.receive(headerLine: UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : length)) ? length : 0
             },
             "HEADERFUNCTION"
         )
-        if !request.allowPrivateAddresses {
-            try check(ccurl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, me), "OPENSOCKETDATA")
-            try check(
-                ccurl_easy_setopt_opensocket_callback(easy) { userData, _, address in
-                    guard let transfer = Transfer.from(userData), let address else { return ccurl_socket_bad }
-                    return transfer.openSocket(address)
-                },
-                "OPENSOCKETFUNCTION"
-            )
-        }
+        // Every socket is opened here: private addresses are refused (unless allowed), and a
+        // socket() that fails for want of descriptors is told apart from a host that refuses.
+        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, me), "OPENSOCKETDATA")
+        try check(
+            ccurl_easy_setopt_opensocket_callback(easy) { userData, _, address in
+                guard let transfer = Transfer.from(userData), let address else { return ccurl_socket_bad }
+                return transfer.openSocket(address)
+            },
+            "OPENSOCKETFUNCTION"
+        )
     }
 
     private func check(_ code: CURLcode, _ option: String) throws(TransferFailure) {
@@ -231,25 +241,34 @@ final class Transfer {
         return count
     }
 
-    private func receive(headerLine bytes: UnsafeRawBufferPointer) {
+    /// Keeps one header or trailer line; returns `false` (abort) once the lines of this transfer
+    /// exceed ``TransferRequest/maxHeaderBytes``: libcurl caps a response's headers but not the
+    /// trailers of a chunked body, which a server may send without end.
+    private func receive(headerLine bytes: UnsafeRawBufferPointer) -> Bool {
+        headerBytes += bytes.count
+        if headerBytes > request.maxHeaderBytes {
+            headerLimitExceeded = true
+            return false
+        }
         var line = String(decoding: bytes, as: UTF8.self)
         while let last = line.last, last.isNewline {
             line.removeLast()
         }
         if line.hasPrefix("HTTP/") {
             headers.removeAll()  // a new response begins (1xx, or the final one)
-            return
+            return true
         }
-        guard !line.isEmpty else { return }
+        guard !line.isEmpty else { return true }
         if let first = line.first, first == " " || first == "\t", var previous = headers.popLast() {
             previous.value += " " + line.trimmingWhitespace()
             headers.append(previous)
-            return
+            return true
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
+        guard let colon = line.firstIndex(of: ":") else { return true }
         let name = String(line[..<colon])
         let value = String(line[line.index(after: colon)...]).trimmingWhitespace()
         headers.append((name: name, value: value))
+        return true
     }
 
     private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
@@ -261,13 +280,15 @@ final class Transfer {
             return String(cString: base)
         }
         let text = formatted ?? "(unknown address family \(ccurl_sockaddr_family(address)))"
-        if formatted == nil || AddressPolicy.isPrivateOrReserved(text) {
+        if !request.allowPrivateAddresses, formatted == nil || AddressPolicy.isPrivateOrReserved(text) {
             refusedAddresses.append(text)
             return ccurl_socket_bad
         }
         let fd = socket(ccurl_sockaddr_family(address), ccurl_sockaddr_socktype(address), ccurl_sockaddr_protocol(address))
         if fd >= 0 {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        } else if errno == EMFILE || errno == ENFILE {
+            descriptorShortage = errno
         }
         return fd
     }
@@ -306,7 +327,9 @@ final class Transfer {
             tlsVerifyResult: verifyResult,
             errorText: text,
             bodyLimitExceeded: bodyLimitExceeded,
-            refusedPrivateAddress: !refusedAddresses.isEmpty
+            refusedPrivateAddress: !refusedAddresses.isEmpty,
+            headerLimitExceeded: headerLimitExceeded,
+            descriptorShortage: descriptorShortage != nil || Self.failureMayBeDescriptorShortage(Int(code.rawValue)) && Self.descriptorsExhausted()
         )
         switch kind {
         case .privateAddress:
@@ -315,10 +338,37 @@ final class Transfer {
             text = "the decoded body exceeds \(request.maxBodyBytes) bytes"
         case .tooLarge:
             text = "the announced body exceeds \(request.maxBodyBytes) bytes (\(text))"
+        case .headersTooLarge where headerLimitExceeded:
+            text = "the response's header and trailer lines exceed \(request.maxHeaderBytes) bytes"
+        case .headersTooLarge:
+            text = "a response header or trailer line is longer than libcurl's limit of 100 KiB (libcurl: \(text))"
+        case .descriptorsExhausted:
+            let reason = descriptorShortage.map { String(cString: strerror($0)) } ?? "Too many open files"
+            text = "no file descriptor left for the transfer (\(reason)): \(text)"
         default:
             break
         }
         return TransferFailure(kind: kind, curlCode: Int(code.rawValue), message: text, tlsVerifyResult: verifyResult)
+    }
+
+    /// Whether a failure with this curl code can come from a descriptor shortage outside our
+    /// socket callback: name resolution (the resolver's sockets and files), CA files, curl's own
+    /// pipes and sockets.
+    private static func failureMayBeDescriptorShortage(_ code: Int) -> Bool {
+        [CurlCode.couldntResolveHost, CurlCode.couldntConnect, CurlCode.sslCACertBadFile, CurlCode.sslConnectError,
+         CurlCode.sslCertProblem, CurlCode.failedInit, CurlCode.outOfMemory, CurlCode.recvError, CurlCode.sendError]
+            .contains(code)
+    }
+
+    /// Whether this process is out of file descriptors right now: opening `/dev/null` fails with
+    /// `EMFILE` or `ENFILE`.
+    static func descriptorsExhausted() -> Bool {
+        let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        if fd >= 0 {
+            close(fd)
+            return false
+        }
+        return errno == EMFILE || errno == ENFILE
     }
 
     private func longInfo(_ info: CURLINFO) -> Int {

@@ -20,6 +20,13 @@ public struct TransferRequest: Sendable, Hashable {
     public var maxTime: Double
     /// Largest decoded body accepted, in bytes; the transfer is aborted as soon as more arrives.
     public var maxBodyBytes: Int
+    /// Most bytes of header and trailer lines accepted per transfer (every response of it,
+    /// interim ones and the trailers of a chunked body included); the transfer is aborted as soon
+    /// as more arrive (``TransferFailureKind/headersTooLarge``). libcurl's own cap on a response's
+    /// headers is the same, 300 KiB; it has none on trailers.
+    public var maxHeaderBytes: Int = TransferRequest.defaultMaxHeaderBytes
+    /// The default of ``maxHeaderBytes``: 300 KiB.
+    public static let defaultMaxHeaderBytes = 300 * 1024
     /// PEM file of CA certificates to trust *instead of* the system store; `nil` uses the system store.
     public var caFile: String?
     /// curl `--resolve` entries: `HOST:PORT:ADDR[,ADDR]`.

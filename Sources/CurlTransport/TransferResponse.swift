@@ -24,6 +24,14 @@ public enum TransferFailureKind: String, Sendable, Codable, Hashable {
     case tooLarge = "too-large"
     /// The request could not be made at all (bad URL, unsupported option); a bug or bad input.
     case invalidRequest = "invalid-request"
+    /// The answer is not HTTP (an HTTP/0.9 reply, garbage, a malformed status line).
+    case invalidResponse = "invalid-response"
+    /// A header line, or all header and trailer lines together, exceed the limit
+    /// (``TransferRequest/maxHeaderBytes``, and libcurl's 100 KiB for one line).
+    case headersTooLarge = "headers-too-large"
+    /// This process ran out of file descriptors (`EMFILE`/`ENFILE`): a failure of the run, never
+    /// of the host, so it is not recorded as the host's result.
+    case descriptorsExhausted = "descriptors-exhausted"
     /// The client was shut down before the transfer finished.
     case cancelled
 }

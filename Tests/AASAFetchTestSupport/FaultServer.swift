@@ -3,7 +3,8 @@ import Synchronization
 
 /// What the ``FaultServer`` does with a connection or request.
 public struct FaultBehavior: Sendable, Hashable, Encodable {
-    /// `never-answer`, `stall-after-headers`, `reset-mid-body`, `respond`, `slow`, `barrier` or `sequence`.
+    /// `never-answer`, `stall-after-headers`, `reset-mid-body`, `respond`, `slow`, `barrier`, `sequence`,
+    /// `endless-trailers`, `big-header`, `raw` or `hold-until-file`.
     public var action: String
     /// The HTTP status.
     public var status: Int?
@@ -31,8 +32,47 @@ public struct FaultBehavior: Sendable, Hashable, Encodable {
     public var steps: [FaultBehavior]?
     /// For `barrier`: how many barrier requests must have arrived before any is answered.
     public var count: Int?
-    /// For `barrier`: the most seconds a request waits for the others (then it gets a 503).
+    /// For `barrier`: the most seconds a request waits for the others (then it gets a 503);
+    /// for `hold-until-file`: the most seconds it waits for ``releaseFile``.
     public var wait: Double?
+    /// For `endless-trailers`: the most trailer bytes sent.
+    public var trailerBytes: Int?
+    /// For `big-header`: the length of the `X-Big` header line.
+    public var headerBytes: Int?
+    /// For `hold-until-file`: the file whose creation releases the request.
+    public var releaseFile: String?
+
+    /// A chunked 200 whose trailers never end (at most `trailerBytes`).
+    public static func endlessTrailers(body: String, trailerBytes: Int? = nil) -> FaultBehavior {
+        var behavior = respond(body: body)
+        behavior.action = "endless-trailers"
+        behavior.trailerBytes = trailerBytes
+        return behavior
+    }
+
+    /// A 200 with one header line of `headerBytes` bytes.
+    public static func bigHeader(headerBytes: Int, body: String = "{}") -> FaultBehavior {
+        var behavior = respond(body: body)
+        behavior.action = "big-header"
+        behavior.headerBytes = headerBytes
+        return behavior
+    }
+
+    /// Bytes sent as they are, without any HTTP framing (an HTTP/0.9 answer, garbage).
+    public static func raw(_ body: String) -> FaultBehavior {
+        var behavior = FaultBehavior(action: "raw")
+        behavior.body = body
+        return behavior
+    }
+
+    /// Answers like ``respond(status:headers:body:repeat:gzip:chunked:)`` once `file` exists.
+    public static func holdUntilFile(_ file: String, body: String, headers: [(String, String)] = [], wait: Double = 30) -> FaultBehavior {
+        var behavior = respond(headers: headers, body: body)
+        behavior.action = "hold-until-file"
+        behavior.releaseFile = file
+        behavior.wait = wait
+        return behavior
+    }
 
     /// Answers the Nth request (per path, SNI name or default) with the Nth behaviour; the last repeats.
     public static func sequence(_ steps: [FaultBehavior]) -> FaultBehavior {

@@ -68,9 +68,12 @@ public struct CDNFetcher: Sendable {
         switch outcome {
         case .failure(let failure):
             let message = "no answer from the CDN at \(url): \(failure.kind.rawValue): \(failure.message)"
+            // A stopped run or a descriptor shortage is this run's failure, not the CDN's.
+            let runError = failure.kind == .cancelled || failure.kind == .descriptorsExhausted
+            let code = runError ? failure.kind.rawValue : "cdn-unreachable"
             return HostFetchResult(
-                host: host, route: .cdn, url: url, code: "cdn-unreachable", reason: message,
-                findings: [.error("cdn-unreachable", message, location: url,
+                host: host, route: .cdn, url: url, code: code, reason: message,
+                findings: [.error(code, message, location: url,
                                   fix: "check the network path to the CDN (or --cdn-base); the origin route does not depend on it")]
             )
         case .response(let response, _), .notModified(let response, _):

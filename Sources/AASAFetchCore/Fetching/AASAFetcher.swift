@@ -238,6 +238,12 @@ public struct AASAFetcher: Sendable {
         switch status {
         case 200:
             break
+        case 304:
+            // Not a redirect: "not modified" answers a conditional request, and this one had no
+            // validators (a conditional request's 304 never gets here: it confirms the stored file).
+            fail("http-unexpected-status", "HTTP 304 Not Modified to a request without If-None-Match or If-Modified-Since: only 200 delivers the file",
+                 fix: "answer 200 with the file to unconditional requests")
+            return
         case 300..<400:
             let location = response.redirectURL ?? response.header("Location")
             result.redirectLocation = location
@@ -327,6 +333,9 @@ public struct AASAFetcher: Sendable {
         case .tlsFailure: return "TLS failed: \(failure.message)"
         case .tooLarge: return "the decoded body is larger than \(options.maxSize) bytes; devices reject files over 128 KiB"
         case .invalidRequest: return "the request could not be made: \(failure.message)"
+        case .invalidResponse: return "the answer is not HTTP/1.1 or HTTP/2: \(failure.message)"
+        case .headersTooLarge: return "the response headers are too large: \(failure.message)"
+        case .descriptorsExhausted: return "not fetched, this process ran out of file descriptors: \(failure.message)"
         case .cancelled: return "cancelled"
         }
     }
@@ -344,6 +353,9 @@ public struct AASAFetcher: Sendable {
         case .tlsHostnameMismatch: "use a certificate whose subject alternative names include the host"
         case .tlsFailure: "check the server's TLS configuration (protocol versions, ciphers)"
         case .tooLarge: "shrink the file below 128 KiB (substitution variables and wildcards help)"
+        case .invalidResponse: "make the server answer HTTPS requests with HTTP/1.1 or HTTP/2"
+        case .headersTooLarge: "send fewer or shorter response headers (and no endless chunked trailers)"
+        case .descriptorsExhausted: "raise the open-file limit (ulimit -n) or lower --concurrency, and run again"
         case .invalidRequest, .cancelled: nil
         }
     }

@@ -79,6 +79,16 @@ public struct HostFetchResult: Sendable {
     }
 }
 
+extension HostFetchResult {
+    /// Codes that say something about this run, not about the host: `cancelled` (the run stopped)
+    /// and `descriptors-exhausted` (this process ran out of file descriptors). Such a result is
+    /// never recorded in the store.
+    public static let runErrorCodes: Set<String> = ["cancelled", "descriptors-exhausted"]
+
+    /// Whether the result is a failure of the run rather than of the host (``runErrorCodes``).
+    public var isRunError: Bool { Self.runErrorCodes.contains(code) }
+}
+
 /// A response header.
 public struct HTTPHeader: Sendable, Hashable, Codable {
     /// The name as sent.

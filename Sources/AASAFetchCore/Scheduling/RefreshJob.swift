@@ -84,6 +84,9 @@ public struct RefreshReport: Sendable, Encodable {
     public var stopped = false
     /// The earliest next check in the store after the pass.
     public var nextDue: Date?
+    /// Hosts not fetched because this process ran out of file descriptors: released unrecorded
+    /// (counted in ``abandoned`` too), a failure of the run (not in the JSON document).
+    public var descriptorShortages = 0
 
     /// Creates an empty report.
     public init(now: Date, owner: String) {
@@ -323,6 +326,7 @@ public struct RefreshJob: Sendable {
             report.hosts += batch.report.hosts
             report.abandoned += batch.report.abandoned
             report.leaseLost += batch.report.leaseLost
+            report.descriptorShortages += batch.report.descriptorShortages
         }
         report.stopped = stop.isStopped
         report.nextDue = try await Task { try await store.nextDue() }.value
@@ -371,6 +375,7 @@ public struct RefreshJob: Sendable {
         report.abandoned = abandoned.count
         report.leaseLost = lost
         report.stopped = stop.isStopped
+        report.descriptorShortages = results.filter { $0.code == "descriptors-exhausted" }.count
         return (claim, report)
     }
 
@@ -405,6 +410,9 @@ public struct RefreshJob: Sendable {
                     var report = batch
                     report.nextDue = try await Task { try await store.nextDue() }.value
                     onEvent(.batch(report))
+                    // Out of file descriptors: the hosts were released; wait before taking them again.
+                    guard report.descriptorShortages > 0 else { continue }
+                    await stop.sleep(for: .milliseconds(Int(min(interval, 5) * 1000)))
                     continue
                 }
                 let time = now()

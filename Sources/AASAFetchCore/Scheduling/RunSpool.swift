@@ -92,7 +92,8 @@ public final class RunSpool: Sendable {
         directory = (base as NSString).appendingPathComponent("aasa-fetch-spool-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))")
         self.prioritizer = prioritizer
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+            // Only the spool's own folder: a missing TMPDIR is an error, not something to create.
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
             throw SpoolError("cannot create the run spool in \(base): \(error.localizedDescription) (set TMPDIR to a writable folder)")

@@ -29,7 +29,8 @@ public enum SlidingWindow {
         await withTaskGroup(of: Result.self) { group in
             var exhausted = false
             func admit() {
-                guard !exhausted else { return }
+                // A cancelled window starts nothing new; what runs finishes (cancelled) and is handed over.
+                guard !exhausted, !Task.isCancelled else { return }
                 guard let item = next() else {
                     exhausted = true
                     return

@@ -89,9 +89,10 @@ public struct RefreshPolicy: Sendable, Hashable {
     ///   - previous: the stored state before it.
     ///   - needs: the entries and app IDs that need this host, for `association-lost`/`-gained`.
     ///   - now: the current time.
-    /// - Returns: the update to record; `nil` for a cancelled download (nothing is recorded).
+    /// - Returns: the update to record; `nil` for a run error (``HostFetchResult/isRunError``: a
+    ///   cancelled download, a descriptor shortage), which is never recorded.
     public func update(for result: HostFetchResult, previous: HostState?, needs: [EntryNeed], now: Date) -> HostUpdate? {
-        guard result.code != "cancelled" else { return nil }
+        guard !result.isRunError else { return nil }
         let key = HostKey(host: result.host, route: result.route)
         let outcome = classify(result)
         let stored = StoredResult(

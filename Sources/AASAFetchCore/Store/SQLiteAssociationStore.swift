@@ -19,16 +19,23 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     /// Opens (and with `create`, creates) the store at `path` and brings its schema up to date.
     ///
+    /// Creating and migrating are serialised across processes by an exclusive `flock` on the
+    /// store's folder, taken only when the file is new or its migrations are incomplete, so runs
+    /// that create one fresh store at once never race (`table hosts already exists`). With
+    /// `readOnly` (commands that only read: `show`, `export`) the file is opened read-only and never
+    /// migrated, so a store on read-only media or owned by another user can still be read.
+    ///
     /// - Throws: ``StoreError``: `store-missing` (no file and `create` is false), `store-unreadable`,
     ///   `store-corrupt` (not a SQLite database, or damaged), `store-locked`, `store-newer-schema`.
-    public init(path: String, create: Bool = true, busyTimeout: TimeInterval = Self.busyTimeout) throws {
+    public init(path: String, create: Bool = true, busyTimeout: TimeInterval = Self.busyTimeout, readOnly: Bool = false) throws {
         self.path = path
         let fileManager = FileManager.default
-        if !fileManager.fileExists(atPath: path) {
-            guard create else {
+        let directory = (path as NSString).deletingLastPathComponent
+        let existed = fileManager.fileExists(atPath: path)
+        if !existed {
+            guard create, !readOnly else {
                 throw StoreError(code: "store-missing", message: "no store at \(path) (run aasa-fetch --entitlements … first, or pass --cache DIR)")
             }
-            let directory = (path as NSString).deletingLastPathComponent
             if !directory.isEmpty {
                 do {
                     try fileManager.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -40,14 +47,43 @@ public struct SQLiteAssociationStore: AssociationStore {
             throw StoreError(code: "store-unreadable", message: "cannot read \(path): permission denied")
         }
         var configuration = Configuration()
-        configuration.journalMode = .wal
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "aasa-fetch.store"
+        if readOnly {
+            configuration.readonly = true
+            queue = try Self.openReadOnly(path: path, configuration: configuration)
+            return
+        }
+        configuration.journalMode = .wal
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
+        // The usual case, without a lock: the file exists and is up to date.
+        if existed {
+            do {
+                if let ready = try Self.open(path: path, configuration: configuration, migrate: false) {
+                    queue = ready
+                    return
+                }
+            } catch where ["store-locked", "store-newer-schema", "store-unreadable"].contains(error.code) {
+                throw error
+            } catch {
+                // Perhaps a file another process is creating right now: again, under the lock.
+            }
+        }
+        // A new file, one being created by another process, or migrations to run: one process at a time.
+        let migrated = try Self.withFolderLock(directory.isEmpty ? "." : directory, path: path, timeout: busyTimeout) { () throws(StoreError) in
+            try Self.open(path: path, configuration: configuration, migrate: true)
+        }
+        guard let migrated else { throw StoreError(code: "store-error", message: "\(path): the schema could not be brought up to date") }
+        queue = migrated
+    }
+
+    /// Opens the queue and checks the schema; runs the missing migrations when `migrate` is true,
+    /// else returns `nil` when some are missing.
+    private static func open(path: String, configuration: Configuration, migrate: Bool) throws(StoreError) -> DatabaseQueue? {
         do {
-            queue = try DatabaseQueue(path: path, configuration: configuration)
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
             let migrator = Self.migrator
             let (superseded, complete) = try queue.read { db in
                 (try migrator.hasBeenSuperseded(db), try migrator.hasCompletedMigrations(db))
@@ -56,11 +92,70 @@ public struct SQLiteAssociationStore: AssociationStore {
                 throw StoreError(code: "store-newer-schema", message: "\(path) was written by a newer aasa-fetch (unknown schema migrations)")
             }
             if !complete {
+                guard migrate else { return nil }
                 try migrator.migrate(queue)
+            }
+            return queue
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    /// Opens the file read-only. SQLite cannot open a WAL file read-only when it may not create the
+    /// `-shm` file next to it (a read-only folder) and no process has it open; then the file is read
+    /// as immutable (nobody can be writing it: a writer would have created that file).
+    private static func openReadOnly(path: String, configuration: Configuration) throws(StoreError) -> DatabaseQueue {
+        func check(_ queue: DatabaseQueue) throws -> DatabaseQueue {
+            let migrator = Self.migrator
+            let (superseded, complete) = try queue.read { db in
+                (try migrator.hasBeenSuperseded(db), try migrator.hasCompletedMigrations(db))
+            }
+            if superseded {
+                throw StoreError(code: "store-newer-schema", message: "\(path) was written by a newer aasa-fetch (unknown schema migrations)")
+            }
+            if !complete {
+                throw StoreError(code: "store-error", message: "\(path) has no complete schema yet and is opened read-only here; run a command that records first")
+            }
+            return queue
+        }
+        do {
+            return try check(DatabaseQueue(path: path, configuration: configuration))
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CANTOPEN || error.resultCode == .SQLITE_READONLY {
+            do {
+                let absolute = URL(fileURLWithPath: path).standardizedFileURL
+                var components = URLComponents()
+                components.scheme = "file"
+                components.path = absolute.path
+                components.queryItems = [URLQueryItem(name: "immutable", value: "1")]
+                return try check(DatabaseQueue(path: components.string ?? path, configuration: configuration))
+            } catch {
+                throw Self.storeError(error, path: path)
             }
         } catch {
             throw Self.storeError(error, path: path)
         }
+    }
+
+    /// Runs `body` holding an exclusive `flock` on `folder`, waiting at most `timeout` seconds for
+    /// another process's lock (then `store-locked`).
+    private static func withFolderLock<T>(_ folder: String, path: String, timeout: TimeInterval, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        let fd = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw StoreError(code: "store-unreadable", message: "cannot open \(folder): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        let deadline = ContinuousClock.now + .milliseconds(Int(max(0, timeout) * 1000))
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else {
+                break  // no flock here (some network file systems): SQLite's own locks still apply
+            }
+            guard ContinuousClock.now < deadline else {
+                throw StoreError(code: "store-locked", message: "\(path) is being created or upgraded by another process for more than \(Int(timeout)) s")
+            }
+            usleep(10_000)
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
     }
 
     // MARK: - Schema

@@ -28,6 +28,12 @@ A behaviour B is an object with "action":
                        had "count" transfers in flight at once
   sequence             "steps": a list of behaviours; the Nth request chosen by the same path or
                        host key gets the Nth one (the last one repeats), e.g. 500 then 200
+  endless-trailers     a chunked 200 with "body", then trailer lines without end (at most
+                       "trailerBytes", default 512 MiB, or until the client goes away)
+  big-header           like respond, plus one header line "X-Big" of "headerBytes" bytes
+  raw                  send the body bytes as they are, no HTTP framing (HTTP/0.9, garbage), close
+  hold-until-file      hold the request until the file "releaseFile" exists (at most "wait"
+                       seconds, default 30), then respond like "respond"
 Each request is logged to --log as one JSON object a line: path, host, userAgent, sni, headers.
 """
 
@@ -99,7 +105,7 @@ def head(status, headers):
                500: "Internal Server Error", 503: "Service Unavailable"}
     lines = ["HTTP/1.1 %d %s" % (status, reasons.get(status, "Status"))]
     lines += ["%s: %s" % (name, value) for name, value in headers]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
 
 
 def read_request(conn):
@@ -155,6 +161,28 @@ def perform(conn, behaviour):
     if action == "never-answer":
         hold()
         return
+    if action == "hold-until-file":
+        deadline = time.monotonic() + float(behaviour.get("wait", 30))
+        while not os.path.exists(behaviour.get("releaseFile", "")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    if action == "raw":
+        conn.sendall(body_of(behaviour))
+        time.sleep(0.1)
+        conn.close()
+        return
+    if action == "endless-trailers":
+        body = body_of(behaviour)
+        conn.sendall(head(status, header_lines(behaviour) + [("Transfer-Encoding", "chunked"), ("Trailer", "X-T")]))
+        conn.sendall(b"%x\r\n" % len(body) + body + b"\r\n0\r\n")
+        line = b"X-T: " + b"t" * 1000 + b"\r\n"
+        budget = int(behaviour.get("trailerBytes", 512 * 1024 * 1024))
+        sent = 0
+        while sent < budget:
+            conn.sendall(line * 64)
+            sent += len(line) * 64
+        conn.sendall(b"\r\n")
+        conn.close()
+        return
     if action == "stall-after-headers":
         length = int(behaviour.get("contentLength", 1000))
         conn.sendall(head(status, header_lines(behaviour) + [("Content-Length", str(length))]))
@@ -170,6 +198,8 @@ def perform(conn, behaviour):
         return
     body = body_of(behaviour)
     headers = header_lines(behaviour)
+    if action == "big-header":
+        headers.append(("X-Big", "b" * int(behaviour.get("headerBytes", 1024 * 1024))))
     if behaviour.get("gzip"):
         body = gzip.compress(body)
         headers.append(("Content-Encoding", "gzip"))

@@ -1,0 +1,400 @@
+import AASAFetchTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// The binary in a hostile environment: a standard output closed early or full, few file
+/// descriptors, little address space, a read-only store, a temporary folder that is missing, not
+/// writable or full, and several processes creating one store at once. Each run ends in a
+/// documented code (or, for a closed pipe, by SIGPIPE as other Unix tools do) and loses nothing it
+/// had: finished results are recorded, temporary files removed.
+@Suite(.serialized, .timeLimit(.minutes(10)))
+struct HostileEnvironmentTests {
+    static let appID = FetchIntegrationTests.appID
+    static let good = FetchIntegrationTests.good
+
+    // MARK: - Harness
+
+    /// A fault server for `*.fault.test` that serves a valid file to every host by default.
+    static func server(hosts: [String: FaultBehavior] = [:]) async throws -> (FaultServer, TestCA) {
+        let ca = try TestCA.shared()
+        let leaf = try ca.leaf(for: ["fault.test", "*.fault.test"])
+        let script = FaultScript(default: .respond(headers: [("Content-Type", "application/json")], body: Self.good), hosts: hosts)
+        return (try await FaultServer.start(script: script, certificate: leaf, lifetime: 300), ca)
+    }
+
+    static func network(_ server: FaultServer, _ ca: TestCA) -> [String] {
+        ["--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private", "--retry-delays", "",
+         "--connect-timeout", "5", "--max-time", "30", "--quiet", "--app-id", appID]
+    }
+
+    static func folder(_ name: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Runs `script` with `/bin/sh -c`; the binary is `$AASA`.
+    static func shell(_ script: String, environment: [String: String] = [:], timeout: Duration = .seconds(120)) throws -> ChildProcess.Output {
+        try ChildProcess.run("/bin/sh", ["-c", script], environment: ["AASA": ToolRunner.binary, "NO_COLOR": "1"].merging(environment) { $1 },
+                             timeout: timeout)
+    }
+
+    /// Single-quotes a path for `sh`.
+    static func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    /// How a child ended.
+    struct Ending {
+        var signal: Int32?
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs the tool with its standard output on a pipe. The output is read until it contains
+    /// `readUntil`, then the read end is closed (`nil`: closed before the tool starts); `afterClose`
+    /// runs next (to release a held server answer). Returns how the tool ended and what was read.
+    static func runIntoClosedPipe(_ arguments: [String], cache: String, environment: [String: String] = [:], readUntil: String? = nil,
+                                  afterClose: () throws -> Void = {}) throws -> Ending {
+        Loopback.ignoreSIGPIPE()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(
+            ["NO_COLOR": "1", "AASA_FETCH_CACHE": cache].merging(environment) { $1 }) { $1 }
+        let output = Pipe()
+        let errorFile = try folder("stderr").appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        let errorHandle = try FileHandle(forWritingTo: errorFile)
+        defer {
+            try? errorHandle.close()
+            try? FileManager.default.removeItem(at: errorFile.deletingLastPathComponent())
+        }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = errorHandle
+        var read = Data()
+        if readUntil == nil { try output.fileHandleForReading.close() }
+        try process.run()
+        try output.fileHandleForWriting.close()
+        if let readUntil {
+            let reader = output.fileHandleForReading
+            let deadline = ContinuousClock.now + .seconds(60)
+            while !String(decoding: read, as: UTF8.self).contains(readUntil), ContinuousClock.now < deadline {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                read.append(chunk)
+            }
+            try reader.close()
+        }
+        try afterClose()
+        if !ChildProcess.waitForExit(process, timeout: .seconds(120)) {
+            ChildProcess.terminate(process)
+            throw TestSupportError("\(arguments) did not end after its output was closed")
+        }
+        let stderr = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+        let signal = process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil
+        return Ending(signal: signal, status: process.terminationStatus, stdout: String(decoding: read, as: UTF8.self), stderr: stderr)
+    }
+
+    /// Whether `unshare -rm` can give a child its own mount namespace (tmpfs, read-only binds).
+    static let namespaces: Bool = {
+        guard let unshare = ChildProcess.find("unshare") else { return false }
+        return (try? ChildProcess.run(unshare, ["-rm", "/bin/sh", "-c", "mount -t tmpfs -o size=16k tmpfs /tmp"], timeout: .seconds(10)).status) == 0
+    }()
+
+    /// Records `hosts` (served a valid file) in a fresh store; returns its folder.
+    static func recordedStore(_ server: FaultServer, _ ca: TestCA, hosts: [String], in work: URL) throws -> String {
+        let cache = work.appendingPathComponent("cache").path
+        let run = try ToolRunner.run(network(server, ca) + hosts.flatMap { ["--domain", "applinks:\($0)"] }, cache: cache)
+        #expect(run.status == 0, "\(run.stderr)")
+        return cache
+    }
+
+    /// The store's hosts with their last code (`nil`: never fetched), through `show --json`.
+    static func storedCodes(_ cache: String) throws -> [String: String?] {
+        let shown = try ToolRunner.run(["show", "--json"], cache: cache)
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let hosts = try shown.json()["hosts"] as? [[String: Any]] ?? []
+        var codes: [String: String?] = [:]
+        for host in hosts {
+            guard let name = host["host"] as? String else { continue }
+            codes[name] = host["code"] as? String
+        }
+        return codes
+    }
+
+    // MARK: - Standard output closed early
+
+    /// `… | true`: every command used to die of "Illegal instruction" (Foundation traps on EPIPE).
+    /// Now the tool ends by SIGPIPE, silently, like `cat` or `grep`.
+    @Test func commandsEndBySIGPIPEWhenTheReaderIsGone() async throws {
+        let (server, ca) = try await Self.server()
+        defer { server.stop() }
+        let work = try Self.folder("sigpipe")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let cache = try Self.recordedStore(server, ca, hosts: ["a.fault.test", "b.fault.test"], in: work)
+        let file = work.appendingPathComponent("aasa.json")
+        try Data(Self.good.utf8).write(to: file)
+        let commands: [[String]] = [
+            ["lint", file.path], ["lint", file.path, "--json"], ["show"], ["show", "--json"], ["show", "a.fault.test"],
+            ["diff", file.path, file.path], ["match", "https://a.fault.test/x", "--aasa", file.path], ["plan", "--domain", "applinks:a.fault.test"],
+            ["--domain", "applinks:a.fault.test"] + Self.network(server, ca),
+        ]
+        for command in commands {
+            let ending = try Self.runIntoClosedPipe(command, cache: cache)
+            #expect(ending.signal == SIGPIPE, "\(command): status \(ending.status), signal \(String(describing: ending.signal)): \(ending.stderr)")
+            #expect(ending.stderr.isEmpty, "\(command): \(ending.stderr)")
+        }
+    }
+
+    /// `--domains LIST | head -2`: the tool stops starting downloads, records every result it had,
+    /// removes its run spool and ends by SIGPIPE (it used to crash, leave the spool and record nothing).
+    @Test(arguments: [false, true])
+    func aSpooledRunCutShortByHeadRecordsWhatItFetched(json: Bool) async throws {
+        let work = try Self.folder("head")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let release = work.appendingPathComponent("release").path
+        // Only h0 and h1 answer at once; the others once the reader is gone, so the tool is
+        // certainly still running then, with hosts it has not started.
+        let answer = FaultBehavior.respond(headers: [("Content-Type", "application/json")], body: Self.good)
+        let ca = try TestCA.shared()
+        let script = FaultScript(default: .holdUntilFile(release, body: Self.good, headers: [("Content-Type", "application/json")]),
+                                 hosts: ["h0.fault.test": answer, "h1.fault.test": answer])
+        let server = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]), lifetime: 300)
+        defer { server.stop() }
+        let hosts = (0..<40).map { "h\($0).fault.test" }
+        let list = work.appendingPathComponent("list.txt")
+        try Data(hosts.joined(separator: "\n").utf8).write(to: list)
+        let tmp = work.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let cache = work.appendingPathComponent("cache").path
+        let arguments = ["--domains", list.path, "--concurrency", "2"] + Self.network(server, ca) + (json ? ["--json"] : [])
+        let ending = try Self.runIntoClosedPipe(arguments, cache: cache, environment: ["TMPDIR": tmp.path], readUntil: "h0.fault.test") {
+            _ = FileManager.default.createFile(atPath: release, contents: nil)
+        }
+        #expect(ending.signal == SIGPIPE, "status \(ending.status): \(ending.stderr)")
+        #expect(ending.stderr.isEmpty, "\(ending.stderr)")
+        #expect(ending.stdout.contains("h0.fault.test"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "the run spool was left in TMPDIR")
+        let codes = try Self.storedCodes(cache)
+        #expect(codes.count == 40, "every host registered")
+        for host in ["h0.fault.test", "h1.fault.test"] {
+            #expect(codes[host] == "ok", "\(host) was fetched before the reader left, and must be recorded")
+        }
+        #expect(codes.values.filter { $0 == nil }.count > 20, "the run went on instead of stopping")
+        #expect(!codes.values.contains { $0 == "cancelled" }, "a cancelled download was recorded")
+    }
+
+    /// A full disk behind standard output (`/dev/full`) and a closed descriptor 1 (`>&-`) are
+    /// `output-failed`, exit 2 (before: "Illegal instruction"; with `>&-` the store's database
+    /// could even be given descriptor 1).
+    @Test func anUnwritableStandardOutputIsOutputFailed() async throws {
+        let work = try Self.folder("full")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let file = work.appendingPathComponent("aasa.json")
+        try Data(Self.good.utf8).write(to: file)
+        for redirect in ["> /dev/full", ">&-"] {
+            for command in ["lint \(Self.quoted(file.path))", "lint --json \(Self.quoted(file.path))", "diff \(Self.quoted(file.path)) \(Self.quoted(file.path))"] {
+                let run = try Self.shell("exec \"$AASA\" \(command) \(redirect)")
+                #expect(run.status == 2, "\(command) \(redirect): \(run.standardError)")
+                #expect(run.standardError.contains("aasa-fetch: output-failed: cannot write standard output"), "\(command) \(redirect): \(run.standardError)")
+            }
+        }
+    }
+
+    // MARK: - File descriptors
+
+    /// `ulimit -n 256` and `--concurrency 400`: the concurrency is lowered to what fits (said on
+    /// stderr) and every host is fetched (before: hundreds reported and recorded `connect-failure`).
+    @Test func fewDescriptorsLowerTheConcurrencyInsteadOfFailingHosts() async throws {
+        let (server, ca) = try await Self.server()
+        defer { server.stop() }
+        let work = try Self.folder("nofile")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let hosts = (0..<400).map { "n\($0).fault.test" }
+        let list = work.appendingPathComponent("list.txt")
+        try Data(hosts.joined(separator: "\n").utf8).write(to: list)
+        let cache = work.appendingPathComponent("cache").path
+        let arguments = (["--domains", list.path, "--concurrency", "400", "--json", "--cache", cache] + Self.network(server, ca))
+            .map(Self.quoted).joined(separator: " ")
+        let run = try Self.shell("ulimit -n 256 && exec \"$AASA\" \(arguments)", timeout: .seconds(300))
+        #expect(run.status == 0, "\(run.standardError.prefix(2000))")
+        #expect(run.standardError.contains("--concurrency 400 lowered to"), "\(run.standardError.prefix(500))")
+        let object = try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
+        let codes = (object?["domains"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
+        #expect(codes.count == 400)
+        #expect(codes.allSatisfy { $0 == "ok" }, "\(Dictionary(grouping: codes, by: { $0 }).mapValues(\.count))")
+        #expect(try Self.storedCodes(cache).values.allSatisfy { $0 == "ok" })
+    }
+
+    /// The open-file limit shrinks under a running fetch (`prlimit`): the hosts that could not get
+    /// a socket are `descriptors-exhausted`, a run error (exit 2), and are not recorded as their
+    /// failure; the hosts fetched before are recorded.
+    @Test(.enabled(if: ChildProcess.find("prlimit") != nil))
+    func aDescriptorShortageIsNeverRecordedAsTheHostsFailure() async throws {
+        let work = try Self.folder("shortage")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let release = work.appendingPathComponent("release").path
+        let held = FaultBehavior.holdUntilFile(release, body: Self.good, headers: [("Content-Type", "application/json")])
+        let (server, ca) = try await Self.server(hosts: ["s0.fault.test": held, "s1.fault.test": held])
+        defer { server.stop() }
+        let hosts = (0..<12).map { "s\($0).fault.test" }
+        let cache = work.appendingPathComponent("cache").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
+        process.arguments = hosts.flatMap { ["--domain", "applinks:\($0)"] } + ["--concurrency", "2", "--json"] + Self.network(server, ca)
+        process.environment = ProcessInfo.processInfo.environment.merging(["AASA_FETCH_CACHE": cache, "NO_COLOR": "1"]) { $1 }
+        let errorFile = work.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        let errorHandle = try FileHandle(forWritingTo: errorFile)
+        defer { try? errorHandle.close() }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errorHandle
+        try process.run()
+        defer { ChildProcess.terminate(process) }
+        // Both held downloads have their sockets; then no new descriptor may be opened.
+        let bothHeld = await waitUntil(timeout: .seconds(60)) { server.requests().filter { $0.event == "request" }.count >= 2 }
+        #expect(bothHeld)
+        let limited = try ChildProcess.run(try #require(ChildProcess.find("prlimit")), ["--pid", "\(process.processIdentifier)", "--nofile=3:3"])
+        #expect(limited.status == 0, "\(limited.standardError)")
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        #expect(ChildProcess.waitForExit(process, timeout: .seconds(120)))
+        let stderr = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+        #expect(process.terminationStatus == 2, "\(stderr)")
+        #expect(stderr.contains("aasa-fetch: descriptors-exhausted: 10 host(s) could not be fetched"), "\(stderr)")
+        let codes = try Self.storedCodes(cache)
+        #expect(codes["s0.fault.test"] == "ok")
+        #expect(codes["s1.fault.test"] == "ok")
+        for host in hosts.dropFirst(2) {
+            #expect(codes[host] == .some(nil), "\(host) was recorded as \(String(describing: codes[host])) for this process's own shortage")
+        }
+    }
+
+    // MARK: - Address space
+
+    /// Under `ulimit -v`, a server whose chunked trailers never end cannot push the tool past the
+    /// limit: the host fails with `headers-too-large`, the other host is fetched, exit 1 (before,
+    /// memory grew by gigabytes and the process died).
+    @Test func boundedMemoryUnderAnAddressSpaceLimit() async throws {
+        let (server, ca) = try await Self.server(hosts: ["trailers.fault.test": .endlessTrailers(body: "{}")])
+        defer { server.stop() }
+        let arguments = (["--domain", "applinks:trailers.fault.test", "--domain", "applinks:ok.fault.test", "--json", "--no-store"]
+            + Self.network(server, ca)).map(Self.quoted).joined(separator: " ")
+        let run = try Self.shell("ulimit -v 1000000 && exec \"$AASA\" \(arguments)")
+        #expect(run.status == 1, "\(run.standardError)")
+        let object = try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
+        #expect(object?.domain("trailers.fault.test")?["code"] as? String == "headers-too-large")
+        #expect(object?.domain("ok.fault.test")?["code"] as? String == "ok")
+    }
+
+    // MARK: - Read-only store
+
+    /// `show` and `export` only read: they work on a store in a read-only folder (a read-only bind
+    /// mount in a mount namespace of its own); a command that writes says `store-unreadable`, exit 2.
+    @Test(.enabled(if: Self.namespaces))
+    func aReadOnlyStoreCanBeShownAndExported() async throws {
+        let (server, ca) = try await Self.server()
+        defer { server.stop() }
+        let work = try Self.folder("readonly")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let cache = try Self.recordedStore(server, ca, hosts: ["r1.fault.test", "r2.fault.test"], in: work)
+        let out = work.appendingPathComponent("out")
+        let readOnly = "mount --bind \(Self.quoted(cache)) \(Self.quoted(cache)) && mount -o remount,bind,ro \(Self.quoted(cache)) && "
+        func run(_ command: String) throws -> ChildProcess.Output {
+            try Self.shell("exec unshare -rm /bin/sh -c \(Self.quoted(readOnly + "exec \"$AASA\" \(command) --cache \(Self.quoted(cache))"))")
+        }
+        let check = try Self.shell("exec unshare -rm /bin/sh -c \(Self.quoted(readOnly + "touch \(Self.quoted(cache))/probe"))")
+        #expect(check.status != 0, "the bind mount is not read-only")
+
+        let shown = try run("show --json")
+        #expect(shown.status == 0, "\(shown.standardError)")
+        #expect(shown.standardOutput.contains("\"r1.fault.test\""))
+        let human = try run("show r2.fault.test")
+        #expect(human.status == 0, "\(human.standardError)")
+        #expect(human.standardOutput.contains("r2.fault.test"))
+        let exported = try run("export --json --out \(Self.quoted(out.path))")
+        #expect(exported.status == 0, "\(exported.standardError)")
+        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("r1.fault.test.json").path))
+        let refresh = try run("refresh --now 2100-01-01T00:00:00Z " + Self.network(server, ca).dropLast(2).map(Self.quoted).joined(separator: " "))
+        #expect(refresh.status == 2, "\(refresh.standardError)")
+        #expect(refresh.standardError.contains("store-unreadable"), "\(refresh.standardError)")
+    }
+
+    // MARK: - TMPDIR
+
+    /// The run spool in a `TMPDIR` that is missing or not writable: `spool-error`, exit 2, nothing
+    /// recorded, nothing left behind.
+    @Test func aMissingTemporaryFolderIsASpoolError() throws {
+        let work = try Self.folder("tmpdir")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let list = work.appendingPathComponent("list.txt")
+        try Data("a.example.com\nb.example.com\n".utf8).write(to: list)
+        let cache = work.appendingPathComponent("cache").path
+        let run = try ToolRunner.run(["--domains", list.path, "--quiet", "--connect-to", "::127.0.0.1:9", "--allow-private"], cache: cache,
+                                     environment: ["TMPDIR": work.appendingPathComponent("missing/deeper").path])
+        #expect(run.status == 2, "\(run.stderr)")
+        #expect(run.stderr.contains("spool-error"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: work.appendingPathComponent("missing").path))
+    }
+
+    /// A `TMPDIR` that is read-only or full (a tiny tmpfs in a mount namespace): `spool-error`,
+    /// exit 2, the spool removed.
+    @Test(.enabled(if: Self.namespaces), arguments: ["ro", "size=32k"])
+    func aReadOnlyOrFullTemporaryFolderIsASpoolError(mountOptions: String) throws {
+        let work = try Self.folder("tmpfull")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let list = work.appendingPathComponent("list.txt")
+        try Data((0..<3000).map { "host\($0).example.com" }.joined(separator: "\n").utf8).write(to: list)
+        let tmp = work.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let inner = """
+            mount -t tmpfs -o \(mountOptions) tmpfs \(Self.quoted(tmp.path)) || exit 99
+            "$AASA" --domains \(Self.quoted(list.path)) --no-store --quiet --connect-to ::127.0.0.1:9 --allow-private
+            status=$?
+            echo "left: $(ls -A \(Self.quoted(tmp.path)) | wc -l)" >&2
+            exit $status
+            """
+        let run = try Self.shell("exec unshare -rm /bin/sh -c \(Self.quoted(inner))", environment: ["TMPDIR": tmp.path])
+        #expect(run.status == 2, "\(run.standardError)")
+        #expect(run.standardError.contains("spool-error"), "\(run.standardError)")
+        #expect(run.standardError.contains("left: 0"), "\(run.standardError)")
+    }
+
+    // MARK: - One fresh store, many processes
+
+    /// Several processes creating one fresh store at once: the schema is created once, under a
+    /// lock, and every process records (before, one in three trials failed with `table hosts
+    /// already exists` or `no such table: grdb_migrations`).
+    @Test func processesCreatingOneStoreAtOnceAllSucceed() throws {
+        let work = try Self.folder("race")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let processes = 6
+        for trial in 0..<10 {
+            let cache = work.appendingPathComponent("cache-\(trial)")
+            var running: [(Process, URL)] = []
+            for index in 0..<processes {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
+                process.arguments = ["--domain", "applinks:p\(index).example.com", "--cache", cache.path, "--quiet", "--retry-delays", "",
+                                     "--connect-to", "::127.0.0.1:9", "--allow-private", "--connect-timeout", "2"]
+                let errorFile = work.appendingPathComponent("\(trial)-\(index).err")
+                _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+                process.standardInput = FileHandle.nullDevice
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = try FileHandle(forWritingTo: errorFile)
+                running.append((process, errorFile))
+            }
+            // Started back to back: they open the missing store within a few milliseconds.
+            for (process, _) in running { try process.run() }
+            for (index, (process, errorFile)) in running.enumerated() {
+                #expect(ChildProcess.waitForExit(process, timeout: .seconds(60)))
+                let stderr = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+                // 1: the host is unreachable and recorded as such; 2 would be a store failure.
+                #expect(process.terminationStatus == 1, "trial \(trial), process \(index): exit \(process.terminationStatus): \(stderr)")
+            }
+            #expect(try Self.storedCodes(cache.path).count == processes, "trial \(trial)")
+        }
+    }
+}

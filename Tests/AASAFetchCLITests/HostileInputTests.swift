@@ -1,0 +1,136 @@
+import AASAFetchTestSupport
+import Foundation
+import Testing
+
+/// Hostile options and server answers through the binary: non-finite or absurd durations and
+/// header injection are usage errors (64) on every command that takes them; server text never
+/// reaches the terminal raw; odd answers get documented codes.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct HostileInputTests {
+    static let appID = FetchIntegrationTests.appID
+
+    /// The commands that take the network options, with what each needs besides them.
+    static let networkCommands: [[String]] = [
+        ["--domain", "applinks:a.example.com"],
+        ["diagnose", "a.example.com"],
+        ["match", "https://a.example.com/x", "--domain", "applinks:a.example.com"],
+        ["refresh"],
+    ]
+
+    /// `inf`, `nan`, negative and absurd durations: exit 64 before anything runs (`inf` used to
+    /// pass validation and crash with "Double value cannot be converted to Int").
+    @Test(arguments: ["--max-time", "--connect-timeout"])
+    func nonFiniteOrAbsurdTimeoutsAreUsageErrors(option: String) throws {
+        for value in ["inf", "-inf", "nan", "infinity", "-1", "0", "1e300", "86401"] {
+            for command in Self.networkCommands {
+                let run = try ToolRunner.run(command + [option, value, "--connect-to", "::127.0.0.1:9", "--allow-private"])
+                #expect(run.status == 64, "\(command) \(option) \(value): exit \(run.status): \(run.stderr)")
+                #expect(run.stderr.contains(option), "\(command) \(option) \(value): \(run.stderr)")
+            }
+        }
+        // The limits themselves are accepted.
+        let run = try ToolRunner.run(["plan", "--domain", "applinks:a.example.com"])
+        #expect(run.status == 0)
+        let accepted = try ToolRunner.run(["--domain", "applinks:a.example.com", option, "86400", "--connect-to", "::127.0.0.1:9",
+                                           "--allow-private", "--retry-delays", "", "--no-store"])
+        #expect(accepted.status == 1, "\(accepted.stderr)")
+    }
+
+    /// `refresh --interval` and `--lease`: the same for durations with units.
+    @Test func nonFiniteOrAbsurdIntervalsAreUsageErrors() throws {
+        for option in ["--interval", "--lease"] {
+            for value in ["inf", "infs", "nanm", "-5s", "1e300d", "400d"] {
+                let run = try ToolRunner.run(["refresh", option, value] + (option == "--interval" ? ["--watch"] : []))
+                #expect(run.status == 64, "\(option) \(value): exit \(run.status): \(run.stderr)")
+            }
+        }
+        for (option, value) in [("--max-size", "9223372036854775807"), ("--batch-size", "9223372036854775807")] {
+            let run = try ToolRunner.run(["refresh", option, value])
+            #expect(run.status == 64, "\(option) \(value): exit \(run.status): \(run.stderr)")
+        }
+    }
+
+    /// A CR or LF in `--user-agent` would add request headers (a second Host): exit 64, on every
+    /// command that sends requests; control characters in curl's lists too.
+    @Test func headerInjectionThroughOptionsIsAUsageError() throws {
+        for (option, value) in [("--user-agent", "AASA-Bot/1.0.0\r\nHost: evil.test"), ("--user-agent", "a\nb"),
+                                ("--connect-to", "::127.0.0.1:9\r\nX: 1"), ("--resolve", "a.example.com:443:127.0.0.1\n")] {
+            for command in Self.networkCommands {
+                let run = try ToolRunner.run(command + [option, value, "--allow-private"])
+                #expect(run.status == 64, "\(command) \(option): exit \(run.status): \(run.stderr)")
+                #expect(run.stderr.contains("control characters"), "\(command) \(option): \(run.stderr)")
+            }
+        }
+    }
+
+    /// Server text and file text never reach the terminal raw: `ESC ] 0 ; … BEL` (retitle) and
+    /// `ESC [ 2 J` (clear) in a `Location` header and in app IDs come out escaped in human output,
+    /// and intact (JSON-escaped) in JSON.
+    @Test func controlCharactersFromServersAndFilesAreEscaped() async throws {
+        let hostile = "\u{1B}]0;pwned\u{07}\u{1B}[2J\u{9B}31m\u{202E}"
+        let ca = try TestCA.shared()
+        let fileWithHostileApp = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.\#(hostile.unicodeScalars.map { String(format: "\\u%04x", $0.value) }.joined())app"],"components":[{"/":"/*"}]}]}}"#
+        let script = FaultScript(default: .respond(headers: [("Content-Type", "application/json")], body: fileWithHostileApp), hosts: [
+            "redirect.fault.test": .respond(status: 301, headers: [("Location", "https://evil.test/\(hostile)")]),
+        ])
+        let server = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]))
+        defer { server.stop() }
+        let connection = ["--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private", "--retry-delays", ""]
+        let network = connection + ["--quiet", "--no-store"]
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-text-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let file = work.appendingPathComponent("aasa.json")
+        try Data(fileWithHostileApp.utf8).write(to: file)
+        let plain = work.appendingPathComponent("plain.json")
+        try Data(FetchIntegrationTests.good.utf8).write(to: plain)
+
+        let runs: [[String]] = [
+            ["--domain", "applinks:redirect.fault.test", "--domain", "applinks:app.fault.test"] + network,  // no --app-id: app IDs listed
+            ["diagnose", "redirect.fault.test", "--app-id", Self.appID] + connection,
+            ["match", "https://x.test/a", "--aasa", file.path],
+            ["diff", plain.path, file.path],
+            ["lint", file.path],
+        ]
+        for arguments in runs {
+            let human = try ToolRunner.run(arguments)
+            let bytes = Array(human.stdout.utf8) + Array(human.stderr.utf8)
+            #expect(!bytes.contains(0x1B) && !bytes.contains(0x07), "\(arguments.prefix(2)): raw ESC or BEL: \(human.stdout.debugDescription)")
+            #expect(!human.stdout.unicodeScalars.contains { $0.value == 0x9B || $0.value == 0x202E }, "\(arguments.prefix(2))")
+            #expect(human.stdout.contains("\\x1B]0;pwned\\x07\\x1B[2J"), "\(arguments.prefix(2)): \(human.stdout) \(human.stderr)")
+        }
+        // JSON keeps the text, escaped the JSON way.
+        let json = try ToolRunner.run(runs[0] + ["--json"]).json()
+        #expect((json.domain("redirect.fault.test")?["redirectLocation"] as? String)?.hasSuffix(hostile) == true)
+    }
+
+    /// Odd answers get documented codes: a 304 to a request without validators is not a redirect;
+    /// an HTTP/0.9 or garbage answer is `invalid-response`; a 1 MB header line and endless trailers
+    /// are `headers-too-large`.
+    @Test func oddAnswersGetTheirOwnCodes() async throws {
+        let ca = try TestCA.shared()
+        let script = FaultScript(hosts: [
+            "notmodified.fault.test": .respond(status: 304),
+            "http09.fault.test": .raw("{\"applinks\":{}}"),
+            "garbage.fault.test": .raw("SSH-2.0-OpenSSH_9.2\r\n"),
+            "bigheader.fault.test": .bigHeader(headerBytes: 1024 * 1024),
+            "trailers.fault.test": .endlessTrailers(body: "{}"),
+        ])
+        let server = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]))
+        defer { server.stop() }
+        let hosts = ["notmodified", "http09", "garbage", "bigheader", "trailers"].map { "\($0).fault.test" }
+        let run = try ToolRunner.run(hosts.flatMap { ["--domain", "applinks:\($0)"] } + [
+            "--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private", "--retry-delays", "", "--quiet",
+            "--app-id", Self.appID, "--json", "--max-time", "60",
+        ])
+        #expect(run.status == 1, "\(run.stderr)")
+        let report = try run.json()
+        let notModified = report.domain("notmodified.fault.test")
+        #expect(notModified?["code"] as? String == "http-unexpected-status")
+        #expect((notModified?["reason"] as? String)?.contains("Location") == false)
+        #expect(report.domain("http09.fault.test")?["code"] as? String == "invalid-response")
+        #expect(report.domain("garbage.fault.test")?["code"] as? String == "invalid-response")
+        #expect(report.domain("bigheader.fault.test")?["code"] as? String == "headers-too-large")
+        #expect(report.domain("trailers.fault.test")?["code"] as? String == "headers-too-large")
+    }
+}
