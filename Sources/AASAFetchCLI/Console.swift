@@ -114,7 +114,10 @@ public struct Console: Sendable {
     /// line on standard error.
     public func report(_ failure: CommandFailure, details: String? = nil) {
         diagnostic(failure.code, failure.message)
-        if let details, !details.isEmpty { err(details) }
+        if let details, !details.isEmpty {
+            // Our own text: one escaped line each, so its line breaks stay line breaks.
+            for line in details.split(separator: "\n", omittingEmptySubsequences: false) { err(String(line)) }
+        }
         let (json, lines, written) = Self.state.withLock { ($0.json, $0.lines, $0.documentWritten) }
         guard json, !written else { return }
         let document = ErrorDocument(error: .init(code: failure.code, message: failure.message))
