@@ -49,6 +49,7 @@ struct OutputNormalizer {
             (#"[A-Z][a-z]{2} [ 0-9]\d \d{2}:\d{2}:\d{2} \d{4} GMT"#, "<cert-date>"),
             // Durations.
             (#"\d+(\.\d+)? ?(ms|µs)\b"#, "<duration>"),
+            (#"(?<="milliseconds": |"milliseconds":)\d+"#, "<duration>"),
             // Lease owners (`host:pid:random`) in refresh reports.
             (#"(?<="owner" : "|"owner": "|"owner":")[^"]+"#, "<owner>"),
         ]
