@@ -102,6 +102,11 @@ public enum OptionSources {
     /// then `layers` in order. This is the only place where the precedence is decided.
     static func merge(commandLine: [String], layers: [[Setting]], arguments: [ArgumentDescription]) -> [Setting] {
         var given = OptionSpec.givenOptions(in: commandLine, of: arguments)
+        // An option of an exclusive group given on the command line also stands for the others:
+        // `--no-store` typed by hand wins over `AASA_FETCH_CACHE` instead of clashing with it.
+        for group in exclusiveGroups where !given.isDisjoint(with: group) {
+            given.formUnion(group)
+        }
         var chosen: [Setting] = []
         for layer in layers {
             for setting in layer where !given.contains(setting.option.key) {
@@ -111,6 +116,13 @@ public enum OptionSources {
         }
         return chosen
     }
+
+    /// Options that cannot be given together: whichever the command line gives, a lower layer's
+    /// settings of the others are dropped.
+    static let exclusiveGroups: [Set<String>] = [
+        ["no-store", "cache", "store"],
+        ["entitlements", "app"],
+    ]
 
     // MARK: - The environment layer
 

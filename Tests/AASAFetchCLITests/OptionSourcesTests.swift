@@ -49,6 +49,18 @@ import Testing
         #expect(command.host == "example.com")
     }
 
+    /// An option of an exclusive group on the command line wins over the environment's others:
+    /// `--no-store` with `AASA_FETCH_CACHE` set is a pure run, not a usage error.
+    @Test func anExclusiveOptionOnTheCommandLineDropsTheEnvironmentsOthers() throws {
+        let pure = try fetch(["--domain", "applinks:a.test", "--no-store"], ["AASA_FETCH_CACHE": "/tmp/elsewhere", "AASA_FETCH_STORE": "postgres://x"])
+        #expect(pure.storage.noStore)
+        #expect(pure.storage.store.cacheDirectory == nil && pure.storage.store.storeURL == nil)
+        let cached = try fetch(["--domain", "applinks:a.test", "--cache", "mine"], ["AASA_FETCH_NO_STORE": "1"])
+        #expect(!cached.storage.noStore && cached.storage.store.cacheDirectory == "mine")
+        let app = try fetch(["--app", "My.ipa"], ["AASA_FETCH_ENTITLEMENTS": "App.entitlements"])
+        #expect(app.input.appPath == "My.ipa" && app.input.entitlementsPath == nil)
+    }
+
     @Test func theCommandLineWinsOverTheEnvironment() throws {
         let environment = ["AASA_FETCH_CACERT": "env.pem", "AASA_FETCH_CONCURRENCY": "7", "AASA_FETCH_QUIET": "0", "AASA_FETCH_CONNECT_TO": "a:1:b:2"]
         let separate = try fetch(["--domain", "applinks:a.test", "--cacert", "mine.pem", "-q", "--connect-to", "c:3:d:4"], environment)
