@@ -459,7 +459,7 @@ _aasa-fetch_refresh() {
     repeating_flags=()
     non_repeating_flags=(--allow-private --watch --worker --json --quiet -q --version -h --help)
     repeating_options=(--resolve --connect-to)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --region --interval --lease --owner --batch-size)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -497,6 +497,9 @@ _aasa-fetch_refresh() {
         return
         ;;
     '--concurrency')
+        return
+        ;;
+    '--cdn-base')
         return
         ;;
     '--region')
@@ -608,8 +611,15 @@ _aasa-fetch_diff() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=()
+    non_repeating_options=(--max-size)
     __aasa-fetch_offer_flags_options 2
+
+    # Offer option value completions
+    case "${prev}" in
+    '--max-size')
+        return
+        ;;
+    esac
 
     # Offer positional completions
     case "${positional_number}" in

@@ -31,7 +31,7 @@ function __aasa-fetch_parse_tokens -S
         case 'diagnose'
             __aasa-fetch_parse_subcommand 1 'entitlements=' 'app=' 'domain=+' 'domains=' 'app-id=+' 'define=+' 'region=' 'q/quiet' 'cacert=' 'resolve=+' 'connect-to=+' 'connect-timeout=' 'max-time=' 'max-size=' 'allow-private' 'user-agent=' 'retry-delays=' 'concurrency=' 'route=' 'cdn-base=' 'json' 'version' 'h/help'
         case 'refresh'
-            __aasa-fetch_parse_subcommand 0 'cache=' 'store=' 'cacert=' 'resolve=+' 'connect-to=+' 'connect-timeout=' 'max-time=' 'max-size=' 'allow-private' 'user-agent=' 'retry-delays=' 'concurrency=' 'region=' 'watch' 'worker' 'interval=' 'lease=' 'owner=' 'batch-size=' 'json' 'q/quiet' 'version' 'h/help'
+            __aasa-fetch_parse_subcommand 0 'cache=' 'store=' 'cacert=' 'resolve=+' 'connect-to=+' 'connect-timeout=' 'max-time=' 'max-size=' 'allow-private' 'user-agent=' 'retry-delays=' 'concurrency=' 'cdn-base=' 'region=' 'watch' 'worker' 'interval=' 'lease=' 'owner=' 'batch-size=' 'json' 'q/quiet' 'version' 'h/help'
         case 'show'
             __aasa-fetch_parse_subcommand 1 'cache=' 'store=' 'history-limit=' 'json' 'version' 'h/help'
         case 'forget'
@@ -41,7 +41,7 @@ function __aasa-fetch_parse_tokens -S
         case 'lint'
             __aasa-fetch_parse_subcommand -r 1 'json' 'max-size=' 'version' 'h/help'
         case 'diff'
-            __aasa-fetch_parse_subcommand 2 'json' 'version' 'h/help'
+            __aasa-fetch_parse_subcommand 2 'json' 'max-size=' 'version' 'h/help'
         case 'entitlements'
             __aasa-fetch_parse_subcommand 1 'compare=' 'define=+' 'json' 'version' 'h/help'
         case 'help'
@@ -108,7 +108,7 @@ complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positiona
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'refresh' -d 'Fetch the due hosts of the store (for cron), record them and report changes.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'show' -d 'Show what the store knows: status, last approved file, next check, failures, history.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'forget' -d 'Remove a host, its entries and its history from the store.'
-complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'export' -d 'Write the last approved file of every host, one file per host.'
+complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'export' -d 'Write the last approved file of every host, one file per host and route.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'lint' -d 'Check apple-app-site-association files for syntax, structure and semantic problems.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'diff' -d 'Compare two apple-app-site-association files by meaning.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'entitlements' -d 'Print the entitlements a built app ships (.ipa, .app, Mach-O, provisioning profile) or a plain .entitlements file, and compare them.'
@@ -213,6 +213,7 @@ complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch refresh" user-agent' -l 'user-agent' -d 'The User-Agent sent.' -rfka ''
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch refresh" retry-delays' -l 'retry-delays' -d 'Seconds to wait before each retry of a transient failure; the count is the number of retries (\'\' for none).' -rfka ''
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch refresh" concurrency' -l 'concurrency' -d 'Most downloads at once (one connection per host).' -rfka ''
+complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch refresh" cdn-base' -l 'cdn-base' -d 'The CDN\'s base URL for hosts recorded through the CDN (fetch --route cdn); the host is appended.' -rfka ''
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch refresh" region' -l 'region' -d 'The region whose ccTLDs come second in priority; default from LC_ALL, LC_MESSAGES or LANG.' -rfka ''
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch refresh" watch' -l 'watch' -d 'Keep running: a pass every --interval until SIGINT or SIGTERM.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch refresh" worker' -l 'worker' -d 'Keep running as one of many workers on a shared store (--store postgres://…): lease due hosts batch by batch until SIGINT or SIGTERM.'
@@ -249,6 +250,7 @@ complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch diff" -eq 1' -F
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch diff" -eq 2' -F
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch diff" json' -l 'json' -d 'Write the changes as JSON.'
+complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch diff" max-size' -l 'max-size' -d 'Largest file read, in bytes (default 131072 = 128 KiB).' -rfka ''
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch diff" version' -l 'version' -d 'Show the version.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_flags_or_options "aasa-fetch diff" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch entitlements" -eq 1' -F
