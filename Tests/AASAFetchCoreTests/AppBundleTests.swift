@@ -164,6 +164,22 @@ struct AppBundleTests {
         #expect(code { _ = try MachOFile.slices(of: Array(fat.prefix(30))) } == "macho-truncated")
     }
 
+    @Test func refusesOverlappingUniversalSlices() throws {
+        let thin = F.signedExecutable()
+        let fat = F.universal([(.arm64, thin), (.x86_64, thin)])
+        #expect(try MachOFile.slices(of: fat).count == 2)
+        // Record 1's offset field (at 8 + 20 + 8) pointed at slice 0: one slice's bytes read twice
+        // (32 such records made a file's signature be copied and parsed 32 times).
+        var shared = fat
+        shared.replaceSubrange(36..<40, with: F.be32(F.be32ToInt(fat, at: 16)))
+        #expect(code { _ = try MachOFile.slices(of: shared) } == "macho-malformed")
+        #expect(code { _ = try AppInspector.inspect(bytes: shared, path: "D") } == "macho-malformed")
+        // A slice that starts inside the header.
+        var inHeader = fat
+        inHeader.replaceSubrange(16..<20, with: F.be32(8))
+        #expect(code { _ = try MachOFile.slices(of: inHeader) } == "macho-malformed")
+    }
+
     @Test func flagsWildcardAndMissingDomainsInTheSignature() throws {
         var wildcard = F.entitlements()
         wildcard["com.apple.developer.associated-domains"] = .string("*")

@@ -49,6 +49,9 @@ public enum MachOFile {
         }
         let recordSize = wide ? 32 : 20
         var slices: [Slice] = []
+        // Where each slice lies: slices may not overlap the header or each other (a hostile file
+        // could otherwise point every record at one large slice and have it read 32 times).
+        var taken: [Range<Int>] = [0..<(8 + count * recordSize)]
         for number in 0..<count {
             let record = 8 + number * recordSize
             guard view.contains(offset: record, length: recordSize),
@@ -68,6 +71,12 @@ public enum MachOFile {
                   let sliceView = view.view(offset: offset, length: size) else {
                 throw AppBundleError("macho-truncated", "architecture \(architectureName(cpuType, cpuSubtype)) lies outside the file")
             }
+            let range = offset..<(offset + size)
+            if let other = taken.firstIndex(where: { $0.overlaps(range) }) {
+                throw AppBundleError("macho-malformed", "architecture \(architectureName(cpuType, cpuSubtype)) overlaps "
+                                     + (other == 0 ? "the universal header" : "architecture \(other - 1)"))
+            }
+            taken.append(range)
             guard let magic = sliceView.uint32BE(at: 0), magic != 0xCAFE_BABE, magic != 0xCAFE_BABF else {
                 throw AppBundleError("macho-malformed", "architecture \(number) is not a thin Mach-O")
             }
