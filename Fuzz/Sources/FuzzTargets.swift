@@ -67,36 +67,6 @@ func invariantBroken(_ message: String) -> Never {
     fatalError("fuzz invariant broken: " + message)
 }
 
-// MARK: - Known findings
-
-/// Inputs that reproduce a known, reported and not yet fixed finding are skipped, so that the bounded
-/// run of scripts/test fails only on new ones. Their reproducers are in Fuzz/findings/, which
-/// scripts/fuzz runs with AASA_FUZZ_KNOWN=off each time and says when one stops crashing: then
-/// remove its check here and move the file to Fuzz/corpus/TARGET/.
-let skipKnownFindings = ProcessInfo.processInfo.environment["AASA_FUZZ_KNOWN"] != "off"
-
-/// Fuzz/findings/plist-set.bplist: `PropertyListSerialization` returns a binary plist's set as an
-/// `NSSet` whose bridging crashes (signal 11). True when any object of the offset table is a set
-/// (marker 0xCn); a malformed trailer is left to the reader, which refuses it.
-func isBinaryPlistWithSet(_ bytes: [UInt8]) -> Bool {
-    guard bytes.count >= 40, bytes.starts(with: Array("bplist".utf8)) else { return false }
-    func number(at offset: Int, size: Int) -> Int? {
-        guard offset >= 0, size <= 8, offset + size <= bytes.count else { return nil }
-        var value: UInt64 = 0
-        for byte in bytes[offset..<(offset + size)] { value = value << 8 | UInt64(byte) }
-        return Int(exactly: value)
-    }
-    let trailer = bytes.count - 32
-    let offsetSize = Int(bytes[trailer + 6])
-    guard (1...8).contains(offsetSize), let count = number(at: trailer + 8, size: 8),
-          let table = number(at: trailer + 24, size: 8), count <= bytes.count, table <= bytes.count else { return false }
-    for index in 0..<count {
-        guard let offset = number(at: table + index * offsetSize, size: offsetSize) else { return false }
-        if offset < bytes.count, bytes[offset] & 0xF0 == 0xC0 { return true }
-    }
-    return false
-}
-
 // MARK: - Association files
 
 let appID = "ABCDE12345.com.example.app"
@@ -178,7 +148,6 @@ func fuzzCMS(_ bytes: [UInt8]) {
 // MARK: - Entitlements
 
 func fuzzPlist(_ bytes: [UInt8]) {
-    if skipKnownFindings, isBinaryPlistWithSet(bytes) { return }
     do {
         let file = try EntitlementsFile.parse(Data(bytes))
         _ = EntryParser(definitions: ["APP_DOMAIN": "example.com"]).parse(file.associatedDomains)
