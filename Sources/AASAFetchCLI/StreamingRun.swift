@@ -39,7 +39,10 @@ struct StreamingRun {
 
         if json {
             do {
-                try writer.begin(appIDs: appIDs, appIDSource: settled.appIDSource, region: region, findings: settled.findings)
+                // The head leaves its last line open (`"domains": [`): no progress line after it.
+                try progress.output(endsLine: false) {
+                    try writer.begin(appIDs: appIDs, appIDSource: settled.appIDSource, region: region, findings: settled.findings)
+                }
             } catch {
                 return (nil, CommandFailure(code: "internal-error", message: "\(error)"))
             }

@@ -217,7 +217,7 @@ struct InputGrammarTests {
         #expect(Set((shown["hosts"] as? [[String: Any]])?.compactMap { $0["host"] as? String } ?? []) == ["shop.example.net", "legacy.example.org"])
         #expect(try run(["refresh"] + cache + sites.network).status == 0)
         #expect(try run(["export", "--out", folder.appendingPathComponent("out").path] + cache).status == 0)
-        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("out/shop.example.net.json").path))
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("out/origin/shop.example.net.json").path))
         #expect(try run(["forget", "shop.example.net"] + cache).status == 0)
         #expect(try run(["show", "shop.example.net"] + cache).status == 1)
         #expect(!FileManager.default.fileExists(atPath: elsewhere), "a command ignored --cache")

@@ -107,7 +107,7 @@ struct MatchCommandTests {
         #expect(inherited.map { $0["key"] as? String } == ["/", "exclude"])
         #expect(inherited.map { $0["level"] as? String } == ["detail", "applinks"])
         #expect(inherited.map { $0["value"] as? String } == [#""/private/*""#, "true"])
-        #expect((objects[1]["component"] as? [String: Any])?["inherited"] == nil)
+        #expect(((objects[1]["component"] as? [String: Any])?["inherited"] as? [Any])?.isEmpty == true)
         let nearest = try #require(objects[2]["nearest"] as? [String: Any])
         let failures = try #require(nearest["failures"] as? [[String: Any]])
         #expect(failures.first?["inheritedFrom"] as? String == "detail")

@@ -36,7 +36,11 @@ struct ProgressTerminalTests {
             let shared = try PseudoTerminal.run(ToolRunner.binary, arguments + (json ? ["--json"] : []), sharedWithStdout: true,
                                                 environment: environment)
             #expect(shared.status == 1, "h3 has no file")
-            #expect(shared.terminal.contains(" hosts · "), "the progress line was drawn: \(shared.terminal.debugDescription)")
+            // A JSON document keeps its last line open (the comma comes with the next element), so
+            // on a terminal shared with it the progress line is never drawn; for people it is.
+            if !json {
+                #expect(shared.terminal.contains(" hosts · "), "the progress line was drawn: \(shared.terminal.debugDescription)")
+            }
             let visible = PseudoTerminal.visibleLines(shared.terminal)
             let mixed = visible.filter { $0.contains(" hosts · ") }
             #expect(mixed.isEmpty, "a line still shows progress (with --json: \(json)): \(mixed.map(\.debugDescription))")

@@ -59,7 +59,7 @@ struct ExplanationTests {
         let json = String(decoding: try encoder.encode(explanation), as: UTF8.self)
         #expect(json.contains(##""decision":"exclude""##))
         #expect(json.contains(##""appID":"HOGE123456.com.example.app""##))
-        #expect(json.contains(##""component":{"index":0,"kind":"component""##))
+        #expect(json.contains(##""component":{"index":0,"inherited":[],"kind":"component""##))
         let line = String(decoding: try encoder.encode(MatchLineResponse(id: 0, decision: .noMatch)), as: UTF8.self)
         #expect(line == ##"{"decision":"no_match","id":0}"##)
     }

@@ -30,11 +30,11 @@ public enum BoundedFile {
         if path == "-" {
             handle = FileHandle.standardInput
         } else {
-            do {
-                handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-            } catch {
-                throw .unreadable(error.localizedDescription)
-            }
+            // open(2) itself, so that the reason is the system's words ("No such file or
+            // directory"), not Foundation's generic ones.
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
+            handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
         }
         defer { if path != "-" { try? handle.close() } }
         return try read(handle, limit: limit)
