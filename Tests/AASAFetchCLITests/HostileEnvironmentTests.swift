@@ -316,7 +316,7 @@ struct HostileEnvironmentTests {
         #expect(human.standardOutput.contains("r2.fault.test"))
         let exported = try run("export --json --out \(Self.quoted(out.path))")
         #expect(exported.status == 0, "\(exported.standardError)")
-        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("r1.fault.test.json").path))
+        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("origin/r1.fault.test.json").path))
         let refresh = try run("refresh --now 2100-01-01T00:00:00Z " + Self.network(server, ca).dropLast(2).map(Self.quoted).joined(separator: " "))
         #expect(refresh.status == 2, "\(refresh.standardError)")
         #expect(refresh.standardError.contains("store-unreadable"), "\(refresh.standardError)")

@@ -65,10 +65,12 @@ public struct SQLiteAssociationStore: AssociationStore {
                     queue = ready
                     return
                 }
-            } catch where ["store-locked", "store-newer-schema", "store-unreadable"].contains(error.code) {
+            } catch where ["store-newer-schema", "store-unreadable"].contains(error.code) {
                 throw error
             } catch {
-                // Perhaps a file another process is creating right now: again, under the lock.
+                // Perhaps a file another process is creating right now (SQLite may then answer
+                // "busy" at once, while the journal mode is switched): again, under the lock,
+                // which waits for that process to finish.
             }
         }
         // A new file, one being created by another process, or migrations to run: one process at a time.
