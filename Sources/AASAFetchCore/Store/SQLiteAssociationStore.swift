@@ -75,7 +75,16 @@ public struct SQLiteAssociationStore: AssociationStore {
         }
         // A new file, one being created by another process, or migrations to run: one process at a time.
         let migrated = try Self.withFolderLock(directory.isEmpty ? "." : directory, path: path, timeout: busyTimeout) { () throws(StoreError) in
-            try Self.open(path: path, configuration: configuration, migrate: true)
+            // Processes that opened the file without the lock may still hold it a moment: a
+            // "busy" here is retried like a write's (``retryingBusy(for:_:)``).
+            let deadline = Date().addingTimeInterval(busyTimeout)
+            while true {
+                do throws(StoreError) {
+                    return try Self.open(path: path, configuration: configuration, migrate: true)
+                } catch where error.code == "store-locked" && Date() < deadline {
+                    usleep(20_000)
+                }
+            }
         }
         guard let migrated else { throw StoreError(code: "store-error", message: "\(path): the schema could not be brought up to date") }
         queue = migrated
@@ -524,19 +533,41 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     /// A write in an immediate transaction: the write lock is taken first (waiting up to the busy
     /// timeout), so reads that decide a write (due hosts) cannot race another process.
+    ///
+    /// SQLite answers "busy" without waiting in some cases in WAL mode (a snapshot that another
+    /// process's commit made stale, a file another process is still setting up); the remedy it
+    /// documents is to roll back and run the transaction again, which this does for up to the busy
+    /// timeout (``retryingBusy(for:_:)``).
     private func immediateWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await queue.writeWithoutTransaction { db in
-                var value: T?
-                try db.inTransaction(.immediate) {
-                    value = try body(db)
-                    return .commit
+                try Self.retryingBusy(for: Self.busyTimeout) {
+                    var value: T?
+                    try db.inTransaction(.immediate) {
+                        value = try body(db)
+                        return .commit
+                    }
+                    guard let value else { throw StoreError(code: "store-error", message: "a transaction returned nothing") }
+                    return value
                 }
-                guard let value else { throw StoreError(code: "store-error", message: "a transaction returned nothing") }
-                return value
             }
         } catch {
             throw Self.storeError(error, path: path)
+        }
+    }
+
+    /// Runs `body` again while it fails with `SQLITE_BUSY`, pausing 5 ms, doubling up to 200 ms,
+    /// for at most `seconds` in all; then its last error stands.
+    static func retryingBusy<T>(for seconds: TimeInterval, _ body: () throws -> T) throws -> T {
+        let deadline = Date().addingTimeInterval(seconds)
+        var pause: UInt32 = 5_000
+        while true {
+            do {
+                return try body()
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && Date() < deadline {
+                usleep(pause)
+                pause = min(pause * 2, 200_000)
+            }
         }
     }
 
