@@ -356,7 +356,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         consecutive_failures, next_check, lease_owner, lease_expires
         """
 
-    private static let stateColumns = """
+    static let stateColumns = """
         host, route, tier, added_at, last_code, last_reason, last_http_status, last_url, last_headers, last_body,
         fetched_at, approved_body, length(approved_body) AS approved_size, approved_at, etag, last_modified,
         consecutive_failures, next_check, lease_owner, lease_expires
@@ -373,7 +373,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         return states
     }
 
-    private static func state(from row: Row) -> HostState {
+    static func state(from row: Row) -> HostState {
         let key = HostKey(host: row["host"], route: Route(rawValue: row["route"]) ?? .origin)
         var last: StoredResult?
         if let code = row["last_code"] as String? {
@@ -417,7 +417,7 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     // MARK: - Access and errors
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await queue.read(body)
         } catch {
@@ -427,7 +427,7 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     /// A write in an immediate transaction: the write lock is taken first (waiting up to the busy
     /// timeout), so reads that decide a write (due hosts) cannot race another process.
-    private func immediateWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func immediateWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await queue.writeWithoutTransaction { db in
                 var value: T?
