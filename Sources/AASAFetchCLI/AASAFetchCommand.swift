@@ -8,7 +8,7 @@ public struct AASAFetchCommand: AsyncParsableCommand {
         abstract: "Download and check apple-app-site-association files the way Apple's devices do.",
         version: AASAFetchVersion.string,
         subcommands: [
-            Fetch.self, Plan.self, Match.self, Diagnose.self, Refresh.self, Show.self, Forget.self, Export.self,
+            Fetch.self, Plan.self, Match.self, Diagnose.self, Refresh.self, Show.self, Forget.self, Export.self, Report.self,
             Lint.self, Diff.self, Entitlements.self,
         ],
         defaultSubcommand: Fetch.self
