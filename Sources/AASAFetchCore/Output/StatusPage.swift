@@ -9,15 +9,17 @@ import Foundation
 /// the first ``fileLimit`` bytes). Each host is a closed `<details>` element, so 10,000 hosts are
 /// 10,000 summary lines; a filter box, a state menu and a sort menu work in the browser, and their
 /// values live in the URL fragment (`#q=example&state=fails&sort=host`), so a link opens the page
-/// filtered. Every piece of stored text is escaped (``escape(_:)``); the script reads only
-/// attributes and never builds markup from stored text.
+/// filtered; `#open=HOST` (repeatable) opens that host's rows. A row's body is markup made here
+/// and kept in a JSON island until the row is opened, so the page loads as one line per host.
+/// Every piece of stored text is escaped (``escape(_:attribute:)``); the script reads only
+/// attributes and the island, and never builds markup from stored text itself.
 public struct StatusPage: Sendable {
     /// History events shown per host (the latest).
     public var historyLimit: Int
     /// Bytes of each approved file shown (its indented text); the rest is cut with a note.
     public var fileLimit: Int
 
-    private var rows: [(rank: Int, host: String, route: String, html: String)] = []
+    private var rows: [(rank: Int, host: String, route: String, summary: String, body: String)] = []
     private var counts: [StoredVerdict.Status: Int] = [:]
 
     /// Creates an empty page.
@@ -36,8 +38,8 @@ public struct StatusPage: Sendable {
     /// oldest first. Its markup is made now, so the body need not be kept.
     public mutating func add(_ verdict: StoredVerdict, history: [HistoryEvent]) {
         counts[verdict.status, default: 0] += 1
-        rows.append((Self.rank(verdict.status), verdict.state.key.host, verdict.state.key.route.rawValue,
-                     hostMarkup(verdict, history: Array(history.suffix(historyLimit)))))
+        let markup = hostMarkup(verdict, history: Array(history.suffix(historyLimit)))
+        rows.append((Self.rank(verdict.status), verdict.state.key.host, verdict.state.key.route.rawValue, markup.summary, markup.body))
     }
 
     /// The whole page; hosts ordered by state (failing first), then host and route. `version` is
@@ -82,17 +84,21 @@ public struct StatusPage: Sendable {
             </form>
             </header>
             <main>
-            <div class="legend"><span>state</span><span>host</span><span>route</span><span>code</span><span>last change</span><span>last check</span></div>
+            <div class="legend"><span>state</span><span>host</span><span>route</span><span>code</span><span>last change (UTC)</span><span>last check (UTC)</span></div>
             <div id="hosts">
 
             """
-        for row in ordered { html += row.html }
+        for (index, row) in ordered.enumerated() {
+            html += "<details data-i=\"\(index)\"" + row.summary.dropFirst("<details".count)
+        }
         html += """
             </div>
+            <noscript><p>The details of each host are shown by the page's script; every host's state, code and times are above.</p></noscript>
             <p id="none" hidden>No host matches the filter.</p>
             \(total == 0 ? "<p>The store holds no host yet: record some with a fetch run (<code>aasa-fetch --entitlements App.entitlements</code>).</p>" : "")
             </main>
             <footer>Made by aasa-fetch \(Self.escape(version)) from the store; nothing on this page is fetched from anywhere.</footer>
+            <script type="application/json" id="bodies">\(Self.island(ordered.map(\.body)))</script>
             <script>\(Self.script)</script>
             </body>
             </html>
@@ -103,7 +109,9 @@ public struct StatusPage: Sendable {
 
     // MARK: - One host
 
-    private func hostMarkup(_ verdict: StoredVerdict, history: [HistoryEvent]) -> String {
+    /// A host's summary row (a closed `<details>` with an empty body) and the markup of its body,
+    /// which the page's script puts in when the row is opened: 10,000 rows load as 10,000 lines.
+    private func hostMarkup(_ verdict: StoredVerdict, history: [HistoryEvent]) -> (summary: String, body: String) {
         let state = verdict.state
         let status = verdict.status
         let last = history.last
@@ -111,21 +119,23 @@ public struct StatusPage: Sendable {
         search += verdict.needs.map(\.entry) + verdict.needs.map(\.appID).filter { !$0.isEmpty }
         let changeTime = last.map { String(Int($0.at.timeIntervalSince1970)) } ?? "0"
         let checkTime = state.lastResult.map { String(Int($0.fetchedAt.timeIntervalSince1970)) } ?? "0"
-        var html = "<details class=\"h s-\(status.rawValue)\" data-st=\"\(status.rawValue)\" data-rank=\"\(Self.rank(status))\""
-        html += " data-host=\"\(Self.escape(state.key.host))\" data-route=\"\(Self.escape(state.key.route.rawValue))\""
-        html += " data-change=\"\(changeTime)\" data-check=\"\(checkTime)\" data-q=\"\(Self.escape(search.joined(separator: " ").lowercased()))\">"
+        var html = "<details class=\"h s-\(status.rawValue)\" data-st=\"\(status.rawValue)\""
+        html += " data-host=\"\(Self.escape(state.key.host, attribute: true))\" data-route=\"\(Self.escape(state.key.route.rawValue, attribute: true))\""
+        html += " data-change=\"\(changeTime)\" data-check=\"\(checkTime)\" data-q=\"\(Self.escape(search.joined(separator: " ").lowercased(), attribute: true))\">"
         html += "<summary>"
         html += "<span class=\"st\">\(Self.mark(status)) \(Self.label(status))</span>"
         html += "<span class=\"host\">\(Self.escape(state.key.host))</span>"
         html += "<span class=\"route\">\(Self.escape(state.key.route.rawValue))</span>"
         html += "<span class=\"code\">\(Self.escape(verdict.code ?? "—"))</span>"
         if let last {
-            html += "<span class=\"change\"><span class=\"k k-\(last.kind.rawValue)\">\(last.kind.rawValue)</span> \(Self.timeTag(last.at))</span>"
+            html += "<span class=\"change\"><span class=\"k k-\(last.kind.rawValue)\">\(last.kind.rawValue)</span> \(Self.displayTime(last.at, compact: true))</span>"
         } else {
             html += "<span class=\"change\">no change yet</span>"
         }
-        html += "<span class=\"check\">\(state.lastResult.map { Self.timeTag($0.fetchedAt) } ?? "never")</span>"
-        html += "</summary>\n<div class=\"body\">"
+        html += "<span class=\"check\">\(state.lastResult.map { Self.displayTime($0.fetchedAt, compact: true) } ?? "never")</span>"
+        html += "</summary><div class=\"body\"></div></details>\n"
+        let summary = html
+        html = ""
 
         // The outcome: the failure with its fix, or what was served.
         if let reason = verdict.reason, !reason.isEmpty {
@@ -202,8 +212,13 @@ public struct StatusPage: Sendable {
             }
             html += "<details class=\"file\"><summary>Approved file · \(body.count) bytes · confirmed \(state.approvedAt.map(Self.timeTag) ?? "?")</summary><pre>\(Self.escape(text))</pre>\(cut)</details>"
         }
-        html += "</div></details>\n"
-        return html
+        return (summary, html)
+    }
+
+    /// The bodies as a JSON array of strings inside `<script type="application/json">`: every `<`
+    /// written `\u003c`, so no text can close the element; the script parses it on first use.
+    static func island(_ bodies: [String]) -> String {
+        "[" + bodies.map { ReportJSONWriter.quoted($0).replacingOccurrences(of: "<", with: "\\u003c") }.joined(separator: ",\n") + "]"
     }
 
     private static func eventText(_ event: HistoryEvent) -> String {
@@ -244,10 +259,10 @@ public struct StatusPage: Sendable {
 
     // MARK: - Text
 
-    /// Text made safe for HTML text and attribute values: `& < > " '` as character references;
-    /// control characters, and the bidirectional controls that could reorder what a reader sees,
-    /// as visible `\u{…}` escapes.
-    public static func escape(_ text: String) -> String {
+    /// Text made safe for HTML text (and, with `attribute`, for a double-quoted attribute value):
+    /// `& < >` (and `"`) as character references; control characters, and the bidirectional
+    /// controls that could reorder what a reader sees, as visible `\u{…}` escapes.
+    public static func escape(_ text: String, attribute: Bool = false) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -255,8 +270,7 @@ public struct StatusPage: Sendable {
             case "&": out += "&amp;"
             case "<": out += "&lt;"
             case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
+            case "\"" where attribute: out += "&quot;"
             case "\n", "\t": out.unicodeScalars.append(scalar)
             default:
                 let value = scalar.value
@@ -313,15 +327,16 @@ public struct StatusPage: Sendable {
         }
     }
 
+    /// A `<time>` element: `2026-11-21 22:40 UTC`.
     private static func timeTag(_ date: Date) -> String {
         "<time datetime=\"\(Timestamp.string(date))\">\(displayTime(date))</time>"
     }
 
-    /// `2026-11-21 22:40 UTC`.
-    private static func displayTime(_ date: Date) -> String {
+    /// `2026-11-21 22:40 UTC` (`compact`: without ` UTC`, for the columns, whose heads say it).
+    private static func displayTime(_ date: Date, compact: Bool = false) -> String {
         let text = Timestamp.string(date)  // 2026-11-21T22:40:05Z
         guard text.count >= 16 else { return text }
-        return String(text.prefix(10)) + " " + String(text.dropFirst(11).prefix(5)) + " UTC"
+        return String(text.prefix(10)) + " " + String(text.dropFirst(11).prefix(5)) + (compact ? "" : " UTC")
     }
 
     private static func rank(_ status: StoredVerdict.Status) -> Int {
@@ -370,22 +385,26 @@ public struct StatusPage: Sendable {
         input{width:22em}
         #shown-line{color:var(--mute)}
         main{padding:6px 20px 24px}
-        .legend,summary{display:grid;grid-template-columns:8.5em minmax(12em,2fr) 4.5em minmax(9em,1fr) minmax(12em,1.2fr) 11em;gap:10px;align-items:baseline}
-        .legend{font-size:12px;color:var(--mute);padding:4px 8px 4px 26px;border-bottom:1px solid var(--line)}
+        .legend,details.h>summary{display:grid;grid-template-columns:9.5rem minmax(12rem,2fr) 4rem minmax(9rem,1fr) 15rem 9rem;gap:10px;align-items:center;padding:5px 8px}
+        .legend{font-size:12px;color:var(--mute);padding-top:4px;padding-bottom:4px;border-bottom:1px solid var(--line)}
         details.h{border-bottom:1px solid var(--line);content-visibility:auto;contain-intrinsic-size:auto 32px}
-        details.h>summary{padding:5px 8px;cursor:pointer;list-style-position:outside;margin-left:18px}
+        details.h>summary{cursor:pointer}
+        details.h>summary::-webkit-details-marker{display:none}
+        details.h>summary .st::before{content:"\\25B8";display:inline-block;width:1em;color:var(--mute)}
+        details.h[open]>summary .st::before{content:"\\25BE"}
         details.h>summary:hover{background:var(--row)}
         details.h[open]>summary{background:var(--row)}
         summary span{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
         .host{font-weight:600}
         .route,.check,.change{color:var(--mute)}
+        summary .change{display:flex;align-items:center;gap:6px}
         .code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
         .s-fails .st,.badge.s-fails{color:var(--bad)}
         .s-associates .st,.badge.s-associates{color:var(--good)}
         .s-unjudged .st,.badge.s-unjudged{color:var(--warn)}
         .s-pending .st,.badge.s-pending{color:var(--mute)}
         .st{font-weight:600}
-        .body{padding:4px 12px 14px 44px}
+        .body{padding:4px 12px 14px 26px}
         .why{margin:6px 0}
         .fix{margin:6px 0;padding:6px 10px;border-left:3px solid var(--good);background:var(--row)}
         .note{color:var(--mute);margin:4px 0}
@@ -407,7 +426,7 @@ public struct StatusPage: Sendable {
         pre{background:var(--row);border:1px solid var(--line);border-radius:6px;padding:8px 10px;margin:6px 0;max-height:32em;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
         code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
         footer{color:var(--mute);font-size:12px;padding:0 20px 20px}
-        @media (max-width:900px){.legend{display:none}summary{grid-template-columns:7em 1fr 6em}.route,.change,.check{display:none}}
+        @media (max-width:900px){.legend{display:none}details.h>summary{grid-template-columns:9.5rem 1fr 8rem}.route,.change,.check{display:none}}
         """
 
     static let script = """
@@ -417,7 +436,17 @@ public struct StatusPage: Sendable {
           var rows = Array.prototype.slice.call(list.children);
           var q = document.getElementById("q"), state = document.getElementById("state"), sort = document.getElementById("sort");
           var shown = document.getElementById("shown"), none = document.getElementById("none");
-          var sorted = "state", timer = 0;
+          var sorted = "state", timer = 0, bodies = null;
+          // A row's body is put in when it is first opened (markup made and escaped by aasa-fetch).
+          function fill(row) {
+            var body = row.querySelector(".body");
+            if (!body || body.firstChild) { return; }
+            if (bodies === null) { bodies = JSON.parse(document.getElementById("bodies").textContent); }
+            body.innerHTML = bodies[Number(row.getAttribute("data-i"))] || "";
+          }
+          list.addEventListener("toggle", function (event) {
+            if (event.target.classList && event.target.classList.contains("h") && event.target.open) { fill(event.target); }
+          }, true);
           function num(row, key) { return Number(row.getAttribute("data-" + key)) || 0; }
           function byName(a, b) {
             var x = a.getAttribute("data-host"), y = b.getAttribute("data-host");
@@ -425,8 +454,9 @@ public struct StatusPage: Sendable {
             x = a.getAttribute("data-route"); y = b.getAttribute("data-route");
             return x < y ? -1 : (x > y ? 1 : 0);
           }
+          var rank = { fails: 0, pending: 1, unjudged: 2, associates: 3 };
           var orders = {
-            state: function (a, b) { return (num(a, "rank") - num(b, "rank")) || byName(a, b); },
+            state: function (a, b) { return (rank[a.getAttribute("data-st")] - rank[b.getAttribute("data-st")]) || byName(a, b); },
             host: byName,
             change: function (a, b) { return (num(b, "change") - num(a, "change")) || byName(a, b); },
             check: function (a, b) { return (num(b, "check") - num(a, "check")) || byName(a, b); }
@@ -436,12 +466,17 @@ public struct StatusPage: Sendable {
             q.value = params.get("q") || "";
             state.value = params.get("state") || "";
             sort.value = orders[params.get("sort")] ? params.get("sort") : "state";
+            var open = params.getAll("open");
+            for (var i = 0; i < rows.length && open.length; i++) {
+              if (open.indexOf(rows[i].getAttribute("data-host")) !== -1) { fill(rows[i]); rows[i].open = true; }
+            }
           }
           function save() {
             var params = new URLSearchParams();
             if (q.value) { params.set("q", q.value); }
             if (state.value) { params.set("state", state.value); }
             if (sort.value !== "state") { params.set("sort", sort.value); }
+            new URLSearchParams(location.hash.replace(/^#/, "")).getAll("open").forEach(function (host) { params.append("open", host); });
             var hash = params.toString();
             try { history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search); } catch (e) { /* a browser that refuses: the fragment stays as it was */ }
           }
