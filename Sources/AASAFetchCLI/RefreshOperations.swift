@@ -84,6 +84,10 @@ extension AASAFetchCommand.Refresh {
     /// The human output of a forced check: always a summary and one line per host fetched (it was
     /// asked for now), then the changes as a due pass prints them.
     func renderForced(_ report: RefreshReport, console: Console) {
+        if !quiet && !report.leaseLost.isEmpty {
+            let hosts = report.leaseLost.map(\.description).joined(separator: ", ")
+            console.diagnostic("lease-lost", "\(report.leaseLost.count) host(s) were taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
+        }
         if !quiet && report.leasedElsewhere > 0 {
             let owners = report.otherOwners.joined(separator: ", ")
             console.err("aasa-fetch refresh: \(report.leasedElsewhere) host(s) are being refreshed by another process (\(owners)) right now; left to it")

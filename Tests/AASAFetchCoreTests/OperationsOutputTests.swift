@@ -60,7 +60,7 @@ struct OperationsOutputTests {
         return folder
     }
 
-    @Test func atomicWriteNeverShowsAPartialFile() async throws {
+    @Test func atomicWriteNeverShowsAPartialFile() throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("aasa.prom").path
@@ -68,28 +68,31 @@ struct OperationsOutputTests {
         let big = Array(String(repeating: "aasa_fetch_host_associates{host=\"h.example\"} 1\n", count: 40_000).utf8)
         let small = Array("aasa_fetch_refresh_hosts_checked 3\n".utf8)
         try AtomicFile.write(small, to: path)
+        // A reader on its own thread (not the task pool, which a busy test run may keep it off)
+        // reads the file as fast as it can while it is rewritten.
         let done = Atomic<Bool>(false)
-        let reader = Task.detached { () -> (reads: Int, bad: Int) in
-            var reads = 0
-            var bad = 0
+        let reads = Atomic<Int>(0)
+        let bad = Atomic<Int>(0)
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
             while !done.load(ordering: .acquiring) {
-                guard let data = FileManager.default.contents(atPath: path) else {
-                    bad += 1  // the file must exist at every moment
-                    continue
-                }
-                reads += 1
-                if data.count != big.count && data.count != small.count { bad += 1 }
-                else if Array(data) != (data.count == big.count ? big : small) { bad += 1 }
+                let data = FileManager.default.contents(atPath: path)
+                reads.add(1, ordering: .relaxed)
+                // The file must exist at every moment, and be one whole version.
+                if data.map({ Array($0) == big || Array($0) == small }) != true { bad.add(1, ordering: .relaxed) }
             }
-            return (reads, bad)
+            finished.signal()
         }
-        for round in 0..<60 {
+        // At least 60 rewrites, and on until the reader has read 200 times (at most 3,000 rewrites).
+        var round = 0
+        while round < 60 || (reads.load(ordering: .relaxed) < 200 && round < 3_000) {
             try AtomicFile.write(round % 2 == 0 ? big : small, to: path)
+            round += 1
         }
         done.store(true, ordering: .releasing)
-        let (reads, bad) = await reader.value
-        #expect(bad == 0, "\(bad) of \(reads) reads saw a missing or partial file")
-        #expect(reads > 0)
+        finished.wait()
+        #expect(bad.load(ordering: .relaxed) == 0, "\(bad.load(ordering: .relaxed)) of \(reads.load(ordering: .relaxed)) reads saw a missing or partial file")
+        #expect(reads.load(ordering: .relaxed) >= 200, "the reader read while \(round) rewrites happened")
         // No temporary file is left behind, and the file is readable by a collector of another user.
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["aasa.prom"])
         let attributes = try FileManager.default.attributesOfItem(atPath: path)

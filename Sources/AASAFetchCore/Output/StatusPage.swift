@@ -218,7 +218,15 @@ public struct StatusPage: Sendable {
     /// The bodies as a JSON array of strings inside `<script type="application/json">`: every `<`
     /// written `\u003c`, so no text can close the element; the script parses it on first use.
     static func island(_ bodies: [String]) -> String {
-        "[" + bodies.map { ReportJSONWriter.quoted($0).replacingOccurrences(of: "<", with: "\\u003c") }.joined(separator: ",\n") + "]"
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        for (index, body) in bodies.enumerated() {
+            if index > 0 { bytes += [UInt8(ascii: ","), UInt8(ascii: "\n")] }
+            for byte in ReportJSONWriter.quoted(body).utf8 {
+                if byte == UInt8(ascii: "<") { bytes += Array("\\u003c".utf8) } else { bytes.append(byte) }
+            }
+        }
+        bytes.append(UInt8(ascii: "]"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     private static func eventText(_ event: HistoryEvent) -> String {
@@ -263,6 +271,10 @@ public struct StatusPage: Sendable {
     /// `& < >` (and `"`) as character references; control characters, and the bidirectional
     /// controls that could reorder what a reader sees, as visible `\u{…}` escapes.
     public static func escape(_ text: String, attribute: Bool = false) -> String {
+        // Most text (host names, codes, times) has nothing to escape.
+        if !text.utf8.contains(where: { $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22 || $0 < 0x20 || $0 >= 0x7F }) {
+            return text
+        }
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
