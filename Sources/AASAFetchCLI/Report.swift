@@ -19,12 +19,13 @@ extension AASAFetchCommand {
 
                 EXAMPLES:
                   $ aasa-fetch report --html status.html
-                  $ aasa-fetch report --html /var/www/aasa/index.html --cache /var/lib/aasa-fetch
-                  $ aasa-fetch report --html status.html --store postgres://aasa@db.internal/aasa
+                  $ aasa-fetch report --html /srv/www/aasa.html --cache /var/lib/aasa-fetch
+                  $ aasa-fetch report --html status.html --store postgres://aasa@db/aasa
 
                 EXIT CODES:
                   0   the page was written
-                  2   the store is missing or unusable (store-…), or the file cannot be written (report-unwritable)
+                  2   the store is unusable (store-…) or the file cannot be written
+                      (report-unwritable)
                   64  usage error
                 """
         )
