@@ -11,7 +11,7 @@ public struct AASAFetchCommand: AsyncParsableCommand {
             examples: CommandHelp.root, exitCodes: CommandHelp.rootExitCodes),
         version: AASAFetchVersion.string,
         subcommands: [
-            Fetch.self, Plan.self, Match.self, Diagnose.self, Refresh.self, Show.self, Forget.self, Export.self,
+            Fetch.self, Plan.self, Match.self, Diagnose.self, Refresh.self, Show.self, Forget.self, Export.self, Report.self,
             Lint.self, Diff.self, Entitlements.self,
         ],
         defaultSubcommand: Fetch.self

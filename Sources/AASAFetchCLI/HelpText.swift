@@ -142,11 +142,23 @@ enum CommandHelp {
     static let refresh: [HelpExample] = [
         HelpExample("refresh", "Fetch the hosts that are due (for cron): silent when nothing changed."),
         HelpExample("refresh --json", "The same, always with a report."),
+        HelpExample("refresh --host example.com", "Fetch one host now, whatever is due (after fixing its server)."),
+        HelpExample("refresh --metrics aasa.prom", "Also write Prometheus metrics for node_exporter's textfile collector."),
     ]
     static let refreshExitCodes: [HelpExitCode] = [
         HelpExitCode(0, "no association broke (--watch, --worker: stopped by a signal)"),
         HelpExitCode(1, "an association broke: a host now fails or an app is no longer listed"),
         HelpExitCode(2, "the store is missing or unusable"),
+        HelpText.usage,
+    ]
+
+    static let report: [HelpExample] = [
+        HelpExample("report --html status.html", "One self-contained status page of every host in the store."),
+        HelpExample("report --html status.html --history-limit 5", "The same with the last 5 history events per host (20 by default)."),
+    ]
+    static let reportExitCodes: [HelpExitCode] = [
+        HelpExitCode(0, "the page was written"),
+        HelpExitCode(2, "the store is unusable, or the file cannot be written (report-unwritable)"),
         HelpText.usage,
     ]
 

@@ -42,6 +42,11 @@ extension AASAFetchCommand {
         @Option(help: .hidden) var now: String?
         @Option(help: ArgumentHelp("Hosts leased per batch (default: 4 × --concurrency, at least 16).", valueName: "n"))
         var batchSize: Int?
+        @Option(name: .customLong("host"), help: ArgumentHelp("Fetch this host now, whatever is due (repeatable; every route of it).", valueName: "host"))
+        var hosts: [String] = []
+        @Flag(help: "Fetch every host of the store now, whatever is due.") var all = false
+        @Option(help: ArgumentHelp("After the pass, write Prometheus metrics (per host and route, and the pass's totals) to this file, atomically, for node_exporter's textfile collector.", valueName: "file"))
+        var metrics: String?
         @Flag(help: "Print JSON.") var json = false
         @Flag(name: .shortAndLong, help: "No progress or notes on standard error.") var quiet = false
 
@@ -59,12 +64,15 @@ extension AASAFetchCommand {
             guard CDNFetcher.isValidBase(cdnBase) else {
                 throw ValidationError("--cdn-base takes an https:// URL without query, e.g. \(CDNFetcher.defaultBase), not '\(cdnBase)'")
             }
+            try validateOperations()
         }
 
         func run() async throws {
             let console = Console.standard
             if json { console.expectJSON(lines: watch || worker) }
+            try checkMetricsPath()
             let database = try await store.open(create: false)
+            let forced = try await forcedSelection(in: database)
             let stop = StopSignal()
             let signals = SignalStop.install(stop)
             defer { signals.forEach { $0.cancel() } }
@@ -101,9 +109,15 @@ extension AASAFetchCommand {
             let pause = interval.flatMap(IntervalParser.seconds) ?? 900
             repeat {
                 do {
-                    let report = try await job.run(now: clock, stop: stop)
+                    let started = ContinuousClock.now
+                    let report = if let forced {
+                        try await job.runForced(hosts: forced.hosts, now: clock, stop: stop)
+                    } else {
+                        try await job.run(now: clock, stop: stop)
+                    }
                     broken = broken || report.broken
-                    render(report, console: console)
+                    if forced != nil { renderForced(report, console: console) } else { render(report, console: console) }
+                    try await writeMetrics(report, store: database, started: started, now: clock())
                     if report.descriptorShortages > 0 {
                         failure = .descriptorsExhausted(hosts: report.descriptorShortages)
                         break

@@ -16,6 +16,7 @@ struct HelpTests {
         (AASAFetchCommand.Match.self, ["match"], CommandHelp.match, CommandHelp.matchExitCodes, true),
         (AASAFetchCommand.Diagnose.self, ["diagnose"], CommandHelp.diagnose, CommandHelp.diagnoseExitCodes, true),
         (AASAFetchCommand.Refresh.self, ["refresh"], CommandHelp.refresh, CommandHelp.refreshExitCodes, true),
+        (AASAFetchCommand.Report.self, ["report"], CommandHelp.report, CommandHelp.reportExitCodes, false),
         (AASAFetchCommand.Show.self, ["show"], CommandHelp.show, CommandHelp.showExitCodes, false),
         (AASAFetchCommand.Forget.self, ["forget"], CommandHelp.forget, CommandHelp.forgetExitCodes, false),
         (AASAFetchCommand.Export.self, ["export"], CommandHelp.export, CommandHelp.exportExitCodes, false),
@@ -74,35 +75,6 @@ struct HelpTests {
             }
         }
     }
-
-    /// Each example runs against the example sites (`examples/…` read from the repository, `--out`
-    /// written to a scratch folder), on a store where the example app was recorded, and answers:
-    /// exit 0 or 1, never 2 (could not run) or 64 (usage).
-    @Test func everyExampleRunsAgainstTheExampleSites() async throws {
-        let sites = try await DemoSites.start()
-        defer { sites.stop() }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("help-examples-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let cache = folder.appendingPathComponent("cache").path
-        func localized(_ words: [String]) -> [String] {
-            words.enumerated().map { index, word in
-                if word.hasPrefix("examples/") { return TestPaths.repository.appendingPathComponent(word).path }
-                if index > 0, words[index - 1] == "--out" { return folder.appendingPathComponent(word).path }
-                return word
-            }
-        }
-        let seeded = try ToolRunner.run(["--entitlements", DemoSites.entitlements, "-q"] + sites.network, cache: cache)
-        #expect(seeded.status == 1, "\(seeded.stderr)")
-        for command in Self.commands {
-            for example in command.examples {
-                let words = Self.words(example.arguments)
-                let subcommand = command.path.first ?? (words[0].hasPrefix("-") ? "fetch" : words[0])
-                let network = ["fetch", "match", "diagnose", "refresh"].contains(subcommand) ? sites.network : []
-                let result = try ToolRunner.run(localized(words) + network, cache: cache, timeout: .seconds(120))
-                #expect([0, 1].contains(result.status), "\(example.arguments): \(result.status) \(result.stderr)")
-                #expect(!result.stdout.isEmpty || subcommand == "refresh", "\(example.arguments) printed nothing")
-            }
-        }
-    }
+    // Every example also runs against the example sites, in a scratch folder, with its golden
+    // output and exit status: GoldenExampleTests.
 }

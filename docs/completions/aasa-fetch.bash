@@ -173,13 +173,13 @@ _aasa-fetch() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    fetch|plan|match|diagnose|refresh|show|forget|export|lint|diff|entitlements|help)
+    fetch|plan|match|diagnose|refresh|show|forget|export|report|lint|diff|entitlements|help)
         # Offer subcommand argument completions
         "_aasa-fetch_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'fetch plan match diagnose refresh show forget export lint diff entitlements help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'fetch plan match diagnose refresh show forget export report lint diff entitlements help' -- "${cur}"))
         ;;
     esac
 }
@@ -457,9 +457,9 @@ _aasa-fetch_diagnose() {
 
 _aasa-fetch_refresh() {
     repeating_flags=()
-    non_repeating_flags=(--allow-private --watch --worker --json --quiet -q --version -h --help)
-    repeating_options=(--resolve --connect-to)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size)
+    non_repeating_flags=(--allow-private --watch --worker --all --json --quiet -q --version -h --help)
+    repeating_options=(--resolve --connect-to --host)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -515,6 +515,12 @@ _aasa-fetch_refresh() {
         return
         ;;
     '--batch-size')
+        return
+        ;;
+    '--host')
+        return
+        ;;
+    '--metrics')
         return
         ;;
     esac
@@ -579,6 +585,31 @@ _aasa-fetch_export() {
         ;;
     '--out')
         __aasa-fetch_add_completions -d
+        return
+        ;;
+    esac
+}
+
+_aasa-fetch_report() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--cache --store --html --history-limit)
+    __aasa-fetch_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--cache')
+        __aasa-fetch_add_completions -d
+        return
+        ;;
+    '--store')
+        return
+        ;;
+    '--html')
+        return
+        ;;
+    '--history-limit')
         return
         ;;
     esac

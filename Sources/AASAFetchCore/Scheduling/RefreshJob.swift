@@ -326,11 +326,21 @@ public struct RefreshJob: Sendable {
         stop: StopSignal = StopSignal(),
         progress: @escaping @Sendable (Int, HostFetchResult) -> Void = { _, _ in }
     ) async throws -> (claim: DueClaim, report: RefreshReport) {
-        var report = RefreshReport(now: now(), owner: owner)
-        let claim = try await store.claimDue(now: report.now, limit: batchSize, leaseSeconds: leaseSeconds, owner: owner)
+        let time = now()
+        let claim = try await store.claimDue(now: time, limit: batchSize, leaseSeconds: leaseSeconds, owner: owner)
+        return (claim, try await fetchAndRecord(claim, at: time, now: now, stop: stop, progress: progress))
+    }
+
+    /// Fetches and records the hosts of a claim (leased to this job), releasing what it did not
+    /// record; the report covers them (`nextDue` is not filled).
+    func fetchAndRecord(
+        _ claim: DueClaim, at time: Date, now: @escaping @Sendable () -> Date, stop: StopSignal,
+        progress: @escaping @Sendable (Int, HostFetchResult) -> Void
+    ) async throws -> RefreshReport {
+        var report = RefreshReport(now: time, owner: owner)
         report.leasedElsewhere = claim.leasedElsewhere
         report.otherOwners = claim.otherOwners
-        guard !claim.hosts.isEmpty else { return (claim, report) }
+        guard !claim.hosts.isEmpty else { return report }
         let ordered = claim.hosts.enumerated()
             .sorted { (prioritizer.tier(of: $0.element.key.host), $0.offset) < (prioritizer.tier(of: $1.element.key.host), $1.offset) }
             .map(\.element)
@@ -362,7 +372,7 @@ public struct RefreshJob: Sendable {
         report.leaseLost = lost
         report.stopped = stop.isStopped
         report.descriptorShortages = results.filter { $0.code == "descriptors-exhausted" }.count
-        return (claim, report)
+        return report
     }
 
     /// What a worker does between batches.

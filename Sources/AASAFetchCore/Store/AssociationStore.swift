@@ -20,6 +20,18 @@ public protocol AssociationStore: Sendable {
     /// Hosts come back in priority order (tier, then order of addition) with their stored state.
     func claimDue(now: Date, limit: Int, leaseSeconds: TimeInterval, owner: String) async throws -> DueClaim
 
+    /// Leases hosts for a forced check, whatever their next check (`refresh --host`, `--all`): up
+    /// to `limit` of the hosts named in `hosts` (every route; every host when `nil`) that come after
+    /// `cursor` in order of addition and that no other process holds an unexpired lease on, to
+    /// `owner` until `now + leaseSeconds`, in one write transaction as ``claimDue(now:limit:leaseSeconds:owner:)``
+    /// does, so two processes never fetch one host at once. Pass the returned cursor to get the next
+    /// batch; a host leased elsewhere is left to that process (counted, not waited for).
+    func claimForced(hosts: [String]?, after cursor: Int64, now: Date, limit: Int, leaseSeconds: TimeInterval, owner: String) async throws -> ForcedClaim
+
+    /// The last `limit` history events of each of these hosts, oldest first, in one transaction
+    /// (the status page reads thousands of hosts at once).
+    func histories(of keys: [HostKey], limit: Int) async throws -> [HostKey: [HistoryEvent]]
+
     /// Records one download: last result, approved body and validators when approved, failure
     /// count, next check, history events; releases `owner`'s lease on the host. One transaction.
     ///

@@ -365,7 +365,7 @@ public struct PostgresAssociationStore: AssociationStore {
     // MARK: - Rows
 
     /// The columns of a host state, times as seconds since 1970 and bodies in base64.
-    private static func columns(prefix p: String, bodies: Bool) -> String {
+    static func columns(prefix p: String, bodies: Bool) -> String {
         """
         \(p)host, \(p)route, \(p)tier, extract(epoch FROM \(p)added_at) AS added_at, \(p)last_code, \(p)last_reason,
         \(p)last_http_status, \(p)last_url, \(p)last_headers, \(bodies ? "encode(\(p)last_body, 'base64')" : "NULL") AS last_body,
@@ -387,7 +387,7 @@ public struct PostgresAssociationStore: AssociationStore {
         return states
     }
 
-    private static func states(from rows: PostgresRows) -> [(id: Int64, state: HostState)] {
+    static func states(from rows: PostgresRows) -> [(id: Int64, state: HostState)] {
         (0..<rows.rows.count).map { row in
             func text(_ column: String) -> String? { rows.value(row, column) }
             func int(_ column: String) -> Int? { text(column).flatMap { Int($0) } }
@@ -430,11 +430,11 @@ public struct PostgresAssociationStore: AssociationStore {
     }
 
     /// A time as a parameter: seconds since 1970 (stored to the microsecond).
-    private static func time(_ date: Date) -> String {
+    static func time(_ date: Date) -> String {
         String(date.timeIntervalSince1970)
     }
 
-    private static func date(_ text: String?) -> Date? {
+    static func date(_ text: String?) -> Date? {
         text.flatMap(Double.init).map { Date(timeIntervalSince1970: $0) }
     }
 
@@ -448,7 +448,7 @@ public struct PostgresAssociationStore: AssociationStore {
     // MARK: - Access and errors
 
     @discardableResult
-    private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
         do {
             return try await connection.transaction(body)
         } catch {

@@ -462,7 +462,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         consecutive_failures, next_check, lease_owner, lease_expires
         """
 
-    private static let stateColumns = """
+    static let stateColumns = """
         host, route, tier, added_at, last_code, last_reason, last_http_status, last_url, last_headers, last_body,
         fetched_at, approved_body, length(approved_body) AS approved_size, approved_at, etag, last_modified,
         consecutive_failures, next_check, lease_owner, lease_expires
@@ -479,7 +479,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         return states
     }
 
-    private static func state(from row: Row) -> HostState {
+    static func state(from row: Row) -> HostState {
         let key = HostKey(host: row["host"], route: Route(rawValue: row["route"]) ?? .origin)
         var last: StoredResult?
         if let code = row["last_code"] as String? {
@@ -523,7 +523,7 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     // MARK: - Access and errors
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await queue.read(body)
         } catch {
@@ -538,7 +538,7 @@ public struct SQLiteAssociationStore: AssociationStore {
     /// process's commit made stale, a file another process is still setting up); the remedy it
     /// documents is to roll back and run the transaction again, which this does for up to the busy
     /// timeout (``retryingBusy(for:_:)``).
-    private func immediateWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func immediateWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await queue.writeWithoutTransaction { db in
                 try Self.retryingBusy(for: Self.busyTimeout) {

@@ -1,7 +1,12 @@
-/// The verdict a stored record gives the entries and apps that need it, judged the way a run
-/// judges them (``AssociationJudge``): what `fetch` said when it recorded the host, per entry and
-/// app ID, and for every app that has needed the host since (`show`).
-public struct StoredVerdict: Sendable, Hashable {
+import CurlTransport
+import Foundation
+
+/// What the store says about one host and route now: whether it associates, its last code, and
+/// its findings with their fixes, judged from the stored last response by the same code a live run
+/// uses (``AASAFetcher``'s classification, ``CDNFetcher``'s for the CDN route, and
+/// ``AssociationJudge`` for the apps that need the host). `refresh --metrics` and `report --html`
+/// read hosts through it; `show` gives its per-entry ``associations``.
+public struct StoredVerdict: Sendable {
     /// One entry and app ID that need the host, and whether the host's file associates them.
     public struct Association: Sendable, Hashable, Encodable {
         /// The entry, e.g. `applinks:*.example.com`.
@@ -18,19 +23,54 @@ public struct StoredVerdict: Sendable, Hashable {
         public var reason: String?
     }
 
-    /// `true` when every need associates, `false` when one does not (or the last download
-    /// failed), `nil` when never fetched or no app ID is known.
-    public var associated: Bool?
+    /// The four states a host can be in.
+    public enum Status: String, Sendable, CaseIterable {
+        /// The last download gave an approved file that lists every app that needs the host.
+        case associates
+        /// The last download failed, or the file does not list an app that needs the host.
+        case fails
+        /// The last download gave an approved file, but no app ID is known to judge it with.
+        case unjudged
+        /// Never downloaded yet.
+        case pending
+    }
+
+    /// The stored state (bodies as loaded).
+    public var state: HostState
+    /// The entries and app IDs that need the host.
+    public var needs: [EntryNeed]
+    /// The status.
+    public var status: Status
     /// The host's code as a run gives it: the last download's failure code, else the first need's
     /// failure (`app-not-listed`), else `ok`; `nil` when never fetched.
     public var code: String?
+    /// `true` when every need associates, `false` when one does not (or the last download
+    /// failed), `nil` when never fetched or an entry has no app ID to judge with (`show`'s field).
+    public var associated: Bool?
     /// Per entry and app ID, in the order they were registered.
     public var associations: [Association]
+    /// One line on the outcome (the stored reason, or the first association error).
+    public var reason: String?
+    /// The findings, most serious first, each error with its fix when there is one.
+    public var findings: [Finding]
 
-    /// Judges a stored state for its needs. The state must carry its approved body (as
-    /// ``AssociationStore/states(of:)`` returns it) when its last result is `ok`.
+    /// `true` when the host associates, `false` when it fails, `nil` when it cannot be said yet.
+    public var associates: Bool? {
+        switch status {
+        case .associates: true
+        case .fails: false
+        case .unjudged, .pending: nil
+        }
+    }
+
+    /// Judges a stored host. `state` must carry its bodies (``AssociationStore/states(of:)``) for
+    /// the file's findings and the association to be judged; without them only the stored code counts.
     public init(state: HostState, needs: [EntryNeed]) {
+        self.state = state
+        self.needs = needs
         guard let last = state.lastResult else {
+            status = .pending
+            findings = []
             associated = nil
             code = nil
             associations = needs.map {
@@ -64,6 +104,91 @@ public struct StoredVerdict: Sendable, Hashable {
         } else {
             associated = associations.contains { $0.associated == nil } ? nil : true
             code = "ok"
+        }
+        let result = Self.rejudge(last, key: state.key, approvedBody: state.approvedBody)
+        reason = last.reason
+        findings = result.findings
+        guard last.code == "ok" else {
+            status = .fails
+            return
+        }
+        let appIDs = Array(Set(needs.map(\.appID).filter { !$0.isEmpty })).sorted()
+        guard !appIDs.isEmpty, result.document != nil else {
+            status = .unjudged
+            return
+        }
+        // Each app with the entries it needs the host for, judged as a live run judges them.
+        var failed = false
+        let parser = EntryParser()
+        for appID in appIDs {
+            let entries = needs.filter { $0.appID == appID }.map(\.entry)
+            var verdicts = entries.enumerated().map { EntryVerdict(parsed: parser.parse($0.element, index: $0.offset)) }
+            let planned = PlannedFetch(host: state.key.host, route: state.key.route, tier: state.tier,
+                                       entryIndexes: Array(verdicts.indices))
+            let domain = AssociationJudge.judgeHost(planned, result: result, verdicts: &verdicts, appIDs: [appID])
+            if domain.associated == false {
+                if !failed { reason = domain.reason }
+                failed = true
+            }
+            for finding in domain.findings where !findings.contains(finding) { findings.append(finding) }
+        }
+        findings = findings.enumerated().sorted { ($1.element.severity, $0.offset) < ($0.element.severity, $1.offset) }.map(\.element)
+        status = failed ? .fails : .associates
+    }
+
+    /// The fix of the failure, when the last download failed (or an app is not listed) and there is one.
+    public var fix: String? {
+        guard let code, code != "ok" else { return nil }
+        // The finding the outcome rests on says what the reason says; a parser's finding of the
+        // same code (where in the body) may come before it.
+        let candidates = findings.filter { $0.code == code && $0.severity == .error && $0.fix != nil }
+        return (candidates.first { $0.message == reason } ?? candidates.last)?.fix
+    }
+
+    /// The stored response judged again through the fetchers' own classification (what a live run
+    /// found, findings and fixes included). Transfer failures, which have no response, take the
+    /// fetcher's fix for their kind.
+    static func rejudge(_ last: StoredResult, key: HostKey, approvedBody: [UInt8]?) -> HostFetchResult {
+        let fallback = HostFetchResult(host: key.host, route: key.route, url: last.url, code: last.code, reason: last.reason,
+                                       httpStatus: last.httpStatus, body: last.body, headers: last.headers)
+        func failure(fix: String?) -> HostFetchResult {
+            var result = fallback
+            result.findings = [.error(last.code, last.reason, location: last.url, fix: fix)]
+            return result
+        }
+        if let kind = TransferFailureKind(rawValue: last.code) {
+            return failure(fix: AASAFetcher.fix(for: kind))
+        }
+        let cdn = CDNFetcher(transport: NoTransport(), options: FetchOptions(), base: "https://cdn.invalid/")
+        guard let status = last.httpStatus else {
+            // No response: on the CDN route, the CDN could not be reached.
+            guard key.route == .cdn else { return failure(fix: nil) }
+            let judged = cdn.judge(.failure(TransferFailure(kind: .connectFailure, message: "")), host: key.host, url: last.url)
+            return failure(fix: judged.code == last.code ? judged.findings.first?.fix : nil)
+        }
+        // A 304 confirmed the approved file: judge that file with the headers stored beside it.
+        let body = last.body ?? (last.code == "ok" ? approvedBody : nil) ?? []
+        let response = TransferResponse(status: status == 304 ? 200 : status, headers: last.headers.map { ($0.name, $0.value) },
+                                         body: body, url: last.url)
+        let fetcher = AASAFetcher(transport: NoTransport(), options: FetchOptions())
+        var result: HostFetchResult
+        switch key.route {
+        case .origin:
+            result = fetcher.evaluate(.response(response, reliesOnExtraCA: false), host: key.host, url: last.url)
+        case .cdn:
+            result = cdn.judge(.response(response, reliesOnExtraCA: false), host: key.host, url: last.url)
+        }
+        // Another version may have classified differently: then the stored code stands, unexplained.
+        guard result.code == last.code else { return failure(fix: nil) }
+        result.reason = last.reason
+        result.httpStatus = last.httpStatus
+        return result
+    }
+
+    /// A transport for judging stored responses: it is never asked for anything.
+    private struct NoTransport: HTTPTransferring {
+        func perform(_ request: TransferRequest) async throws(TransferFailure) -> TransferResponse {
+            throw TransferFailure(kind: .invalidRequest, message: "no network while judging the store")
         }
     }
 }

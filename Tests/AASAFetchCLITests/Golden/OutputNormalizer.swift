@@ -50,6 +50,8 @@ struct OutputNormalizer {
             // Durations.
             (#"\d+(\.\d+)? ?(ms|µs)\b"#, "<duration>"),
             (#"(?<="milliseconds": |"milliseconds":)\d+"#, "<duration>"),
+            // Sizes of written pages (`report --html`: times in the page vary its length).
+            (#"(?<=failing, )\d+ KiB"#, "<size> KiB"),
             // Lease owners (`host:pid:random`) in refresh reports.
             (#"(?<="owner" : "|"owner": "|"owner":")[^"]+"#, "<owner>"),
         ]

@@ -1,0 +1,65 @@
+import AASAFetchCore
+import ArgumentParser
+import Foundation
+
+extension AASAFetchCommand {
+    /// `aasa-fetch report --html FILE`: a status page of the store (``StatusPage``), one
+    /// self-contained HTML file, written atomically (`-`: standard output).
+    ///
+    /// Exit status: 0 written, 2 the store is missing or unusable or the file cannot be written
+    /// (`report-unwritable`), 64 usage.
+    struct Report: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a status page of the store: one self-contained HTML file.",
+            discussion: HelpText.discussion(
+                """
+                Per host and route: its state, the last change and a history timeline, each failure \
+                with its fix, and the approved file. The page has no external assets and fetches \
+                nothing; a filter box and state and sort menus work in the browser, and a link with \
+                a fragment such as #q=example.com&state=fails opens it filtered.
+                """,
+                examples: CommandHelp.report, exitCodes: CommandHelp.reportExitCodes)
+        )
+
+        @OptionGroup var store: StoreOptions
+        @Option(help: ArgumentHelp("The HTML file to write (replaced atomically; - for standard output).", valueName: "file"))
+        var html: String
+        @Option(help: ArgumentHelp("History events shown per host (the latest).", valueName: "n")) var historyLimit = 20
+        @Option(help: .hidden) var now: String?
+
+        func validate() throws {
+            if html.isEmpty { throw ValidationError("--html takes a file name (or - for standard output)") }
+            if historyLimit < 0 { throw ValidationError("--history-limit must be 0 or more") }
+            if let now, Timestamp.parse(now) == nil { throw ValidationError("--now takes an ISO 8601 time or seconds since 1970") }
+        }
+
+        func run() async throws {
+            let console = Console.standard
+            let generated = now.flatMap(Timestamp.parse) ?? Date()
+            if html != "-", let problem = AtomicFile.checkWritable(html) {
+                throw CommandFailure(code: "report-unwritable", message: "--html \(html): \(problem)")
+            }
+            var page = StatusPage(historyLimit: historyLimit)
+            do {
+                let database = try await store.open(create: false)
+                try await StoredVerdict.walk(database, historyLimit: historyLimit) { chunk in
+                    for (verdict, history) in chunk { page.add(verdict, history: history) }
+                }
+            } catch {
+                throw CommandFailure(storeCall: error)
+            }
+            let text = page.render(store: store.location, generatedAt: generated, version: AASAFetchVersion.string)
+            if html == "-" {
+                console.outJSONFragment(text)  // machine output, written as it is
+                return
+            }
+            do {
+                try AtomicFile.write(Array(text.utf8), to: html)
+            } catch {
+                throw CommandFailure(code: "report-unwritable", message: "--html \(html): \(error.message)")
+            }
+            let failing = page.count(.fails)
+            console.out("wrote \(html): \(page.hostCount) host(s), \(failing) failing, \(text.utf8.count / 1024) KiB")
+        }
+    }
+}

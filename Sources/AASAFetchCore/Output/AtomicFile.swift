@@ -1,0 +1,83 @@
+import Foundation
+import Glibc
+
+/// A file replaced in one step, for readers that may look at any moment (node_exporter's textfile
+/// collector, a web server serving the status page).
+///
+/// The bytes go to a temporary file in the same folder, named `.NAME.XXXXXX` (hidden, and never
+/// ending in the target's extension, so a collector that reads `*.prom` never picks it up), are
+/// flushed to disk, get their mode, and the file is renamed over the target. `rename(2)` within one
+/// file system is atomic: a reader opens either the old file or the new one, never a part of
+/// either. On failure the temporary file is removed and the old file stays as it was.
+public enum AtomicFile {
+    /// Why a write failed.
+    public struct WriteError: Error, Sendable, CustomStringConvertible {
+        /// What failed, with the system's reason.
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// Writes `bytes` to `path` atomically (see ``AtomicFile``), with permissions `mode`
+    /// (default `0644`: a collector usually runs as another user).
+    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(WriteError) {
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        var template = Array("\(folder)/.\(url.lastPathComponent).XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw WriteError(message: "cannot create a file in \(folder): \(lastError())") }
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var closed = false
+        defer {
+            if !closed { close(fd) }
+        }
+        func fail(_ what: String) -> WriteError {
+            let error = WriteError(message: "\(what) \(temporary): \(lastError())")
+            unlink(temporary)
+            return error
+        }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer in
+                Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw fail("cannot write")
+            }
+            written += count
+        }
+        guard fchmod(fd, mode) == 0 else { throw fail("cannot set the mode of") }
+        guard fsync(fd) == 0 else { throw fail("cannot flush") }
+        closed = true
+        guard close(fd) == 0 else { throw fail("cannot close") }
+        guard rename(temporary, path) == 0 else {
+            let error = WriteError(message: "cannot rename \(temporary) to \(path): \(lastError())")
+            unlink(temporary)
+            throw error
+        }
+        // Make the rename itself durable (best effort: some file systems refuse fsync on a folder).
+        let directory = open(folder, O_RDONLY | O_DIRECTORY)
+        if directory >= 0 {
+            _ = fsync(directory)
+            close(directory)
+        }
+    }
+
+    /// Whether a file can be written at `path` (its folder exists and is writable), with the
+    /// reason when not: checked before a long run, so a typo fails at once.
+    public static func checkWritable(_ path: String) -> String? {
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return "the folder \(folder) does not exist"
+        }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return "\(path) is a folder"
+        }
+        guard access(folder, W_OK) == 0 else { return "cannot write in \(folder): \(lastError())" }
+        return nil
+    }
+
+    private static func lastError() -> String { String(cString: strerror(errno)) }
+}
