@@ -129,12 +129,7 @@ struct ForcedClaimTests {
     @Test(arguments: ForcedClaimContract.names)
     func sqlite(_ name: String) async throws {
         let temporary = StoreTests.TemporaryStore()
-        let path = temporary.path
-        let store = try temporary.open()
-        let fixture = ContractStore(
-            store: store,
-            reopen: { try SQLiteAssociationStore(path: path, create: false) },
-            setNextCheck: { date, host in try await store.setNextCheck(date, host: host) })
+        let fixture = try ContractStore.sqlite(temporary)
         let check = try #require(ForcedClaimContract.checks.first { $0.name == name })
         try await check.run(fixture)
         withExtendedLifetime(temporary) {}
@@ -147,11 +142,7 @@ struct ForcedClaimTests {
         let admin = try await PostgresConnection.connect(server.url)
         for (index, check) in ForcedClaimContract.checks.enumerated() {
             let url = try await StoreContractTests.freshDatabase(admin, server: server, name: "forced_\(index)")
-            let store = try await PostgresAssociationStore.connect(url: url)
-            let fixture = ContractStore(
-                store: store,
-                reopen: { try await PostgresAssociationStore.connect(url: url) },
-                setNextCheck: { date, host in try await store.setNextCheck(date, host: host) })
+            let (fixture, store) = try await ContractStore.postgres(url)
             print("postgres forced claims: \(check.name)")
             try await check.run(fixture)
             await store.close()

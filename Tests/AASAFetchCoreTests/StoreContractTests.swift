@@ -11,6 +11,26 @@ struct ContractStore: Sendable {
     let store: any AssociationStore
     let reopen: @Sendable () async throws -> any AssociationStore
     let setNextCheck: @Sendable (Date, String?) async throws -> Void
+
+    /// A SQLite store in `temporary`'s file, reopened from the same path.
+    static func sqlite(_ temporary: StoreTests.TemporaryStore) throws -> ContractStore {
+        let path = temporary.path
+        let store = try temporary.open()
+        return ContractStore(
+            store: store,
+            reopen: { try SQLiteAssociationStore(path: path, create: false) },
+            setNextCheck: { date, host in try await store.setNextCheck(date, host: host) })
+    }
+
+    /// A PostgreSQL store of the database at `url`, reopened with a new connection.
+    static func postgres(_ url: String) async throws -> (fixture: ContractStore, store: PostgresAssociationStore) {
+        let store = try await PostgresAssociationStore.connect(url: url)
+        let fixture = ContractStore(
+            store: store,
+            reopen: { try await PostgresAssociationStore.connect(url: url) },
+            setNextCheck: { date, host in try await store.setNextCheck(date, host: host) })
+        return (fixture, store)
+    }
 }
 
 /// The behaviour every ``AssociationStore`` must have, run against SQLite and PostgreSQL alike:
@@ -292,12 +312,7 @@ struct StoreContractTests {
     @Test(arguments: StoreContract.names)
     func sqlite(_ name: String) async throws {
         let temporary = StoreTests.TemporaryStore()
-        let path = temporary.path
-        let store = try temporary.open()
-        let fixture = ContractStore(
-            store: store,
-            reopen: { try SQLiteAssociationStore(path: path, create: false) },
-            setNextCheck: { date, host in try await store.setNextCheck(date, host: host) })
+        let fixture = try ContractStore.sqlite(temporary)
         let check = try #require(StoreContract.checks.first { $0.name == name })
         try await check.run(fixture)
         withExtendedLifetime(temporary) {}
@@ -310,11 +325,7 @@ struct StoreContractTests {
         let admin = try await PostgresConnection.connect(server.url)
         for (index, check) in StoreContract.checks.enumerated() {
             let url = try await Self.freshDatabase(admin, server: server, name: "contract_\(index)")
-            let store = try await PostgresAssociationStore.connect(url: url)
-            let fixture = ContractStore(
-                store: store,
-                reopen: { try await PostgresAssociationStore.connect(url: url) },
-                setNextCheck: { date, host in try await store.setNextCheck(date, host: host) })
+            let (fixture, store) = try await ContractStore.postgres(url)
             print("postgres store contract: \(check.name)")
             try await check.run(fixture)
             await store.close()
