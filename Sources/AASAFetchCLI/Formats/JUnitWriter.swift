@@ -5,8 +5,8 @@ import Foundation
 /// skipped time>` per group, one `<testcase classname name time>` per case, with
 /// `<failure message type>` (a failed case: the problems, each with its fix, in the body),
 /// `<error>` (a case that could not be checked), `<skipped>` (not judged) and `<system-out>`
-/// (the warnings and notes of a case that passed). Problems about the inputs as a whole form a
-/// group `inputs` of one case. The root carries no counts: groups are written as they are known.
+/// (the warnings and notes of a case that passed). Problems about the run as a whole (its inputs,
+/// a warning said once for every host) form a group `run` of one case, failed when one is an error. The root carries no counts: groups are written as they are known.
 ///
 /// Every text is XML-escaped (``escape(_:attribute:)``), control characters that XML 1.0 forbids
 /// included, so the document always parses.
@@ -50,7 +50,7 @@ struct JUnitWriter: CIWriter {
         guard !problems.isEmpty else { return }
         let error = problems.first { $0.severity == .error }
         var copy = self
-        copy.suite("inputs", [CICase(suite: "inputs", name: "inputs", outcome: error.map { .failed(code: $0.code) } ?? .passed,
+        copy.suite("run", [CICase(suite: "run", name: "run", outcome: error.map { .failed(code: $0.code) } ?? .passed,
                                      time: nil, problems: problems)])
     }
 
