@@ -273,4 +273,48 @@ struct CIFormatTests {
         #expect(cases(parsed[3]).count == 8)
         #expect(cases(parsed[4]).first.map { ($0["error"] as? [String: Any])?["type"] as? String } == "entitlements-unreadable")
     }
+
+    /// A list past the spool's page size (1,000 hosts a query) in every CI format: the spooled
+    /// run writes what the in-memory run writes, the lines of the list hold across pages, SARIF
+    /// validates and JUnit parses with one case per entry.
+    @Test(.timeLimit(.minutes(8)))
+    func aLargeSpooledListInEveryCIFormat() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-ci-large-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        var lines = ["# hosts", ""]
+        for index in 0..<2400 {
+            lines.append("h\(index).example.\(["com", "de", "io"][index % 3])")
+            if index % 500 == 0 { lines.append("applinks:bad\(index).example.com:8443  # a port") }
+        }
+        let list = work.appendingPathComponent("list.txt").path
+        try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: list))
+        // Every host is refused as a private address without a request: deterministic, no network.
+        let arguments = ["--domains", list, "--no-store", "--app-id", "ABCDE12345.com.example.app", "--quiet",
+                         "--connect-to", "::127.0.0.1:9", "--connect-timeout", "1", "--retry-delays", "", "--concurrency", "64"]
+        func timeless(_ text: String) -> String {
+            SpooledListTests.normalized(text.replacingOccurrences(of: #"time="[0-9.]+""#, with: "time", options: .regularExpression))
+        }
+        var outputs: [String: String] = [:]
+        for format in ["github", "sarif", "junit"] {
+            let spooled = try ToolRunner.run(arguments + ["--format", format], environment: ["TMPDIR": work.path], timeout: .seconds(240))
+            let inMemory = try ToolRunner.run(arguments + ["--format", format], environment: ["AASA_FETCH_SPOOL": "off"], timeout: .seconds(240))
+            #expect(spooled.status == 1, "\(spooled.stderr)")
+            #expect(timeless(spooled.stdout) == timeless(inMemory.stdout), "\(format)")
+            outputs[format] = spooled.stdout
+        }
+        let github = try #require(outputs["github"])
+        let far = try #require(lines.firstIndex(of: "h2222.example.io")) + 1
+        #expect(github.contains("::error file=\(list),line=\(far),title=private-address::h2222.example.io: "), "line \(far)")
+        let port = try #require(lines.firstIndex { $0.hasPrefix("applinks:bad2000.") }) + 1
+        #expect(github.contains("::error file=\(list),line=\(port),title=entitlement-port::"))
+        #expect(github.split(separator: "\n").count == 2400 + 5 + 1)
+        #expect(try CIFormatValidator.sarifProblems([try #require(outputs["sarif"])]) == [[]])
+        let junit = try CIFormatValidator.junit([try #require(outputs["junit"])])[0]
+        #expect(junit["problems"] as? [String] == [])
+        let suites = try #require(junit["suites"] as? [[String: Any]])
+        #expect(suites.reduce(0) { $0 + ($1["tests"] as? Int ?? 0) } == 2405)
+        #expect(suites.last?["name"] as? String == "entries not fetched" && suites.last?["failures"] as? Int == 5)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: work.path) == ["list.txt"])
+    }
 }
