@@ -69,8 +69,11 @@ extension AASAFetchCommand {
         let console = Console.standard
         let options = arguments.prefix { $0 != "--" }
         let lines = (arguments.first == "match") || (arguments.first == "refresh" && (options.contains("--watch") || options.contains("--worker")))
-        if options.contains("--json") || (arguments.first == "match" && options.contains("--cases")) {
+        let format = FormatOptions.format(in: arguments)
+        if format == .json || (arguments.first == "match" && options.contains("--cases")) {
             console.expectJSON(lines: lines)
+        } else if let format, format.isCI {
+            console.expectFormat(format)
         }
         return console
     }

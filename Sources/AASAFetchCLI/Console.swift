@@ -1,4 +1,5 @@
 import AASAFetchCore
+import ArgumentParser
 import Foundation
 import Synchronization
 
@@ -108,17 +109,29 @@ public struct Console: Sendable {
         err("aasa-fetch: \(code): \(message)")
     }
 
+    /// Says that this run answers in a CI format (`--format github|sarif|junit`), so a failure
+    /// before its document is also written in that format (``CIFailureDocument``).
+    func expectFormat(_ format: OutputFormat) {
+        Self.state.withLock { $0.format = format }
+    }
+
     /// Reports a failure that ends the command: its line on standard error and, when the run
     /// answers in JSON and no document was written yet, the error document on standard output
-    /// (``ErrorDocument``; one compact line in a line protocol). `details` (usage text) follows the
-    /// line on standard error.
+    /// (``ErrorDocument``; one compact line in a line protocol); in a CI format, the failure in
+    /// that format (a GitHub `::error` line even after other lines). `details` (usage text)
+    /// follows the line on standard error.
     public func report(_ failure: CommandFailure, details: String? = nil) {
         diagnostic(failure.code, failure.message)
         if let details, !details.isEmpty {
             // Our own text: one escaped line each, so its line breaks stay line breaks.
             for line in details.split(separator: "\n", omittingEmptySubsequences: false) { err(String(line)) }
         }
-        let (json, lines, written) = Self.state.withLock { ($0.json, $0.lines, $0.documentWritten) }
+        let (json, lines, written, format) = Self.state.withLock { ($0.json, $0.lines, $0.documentWritten, $0.format) }
+        if let format, !written || format == .github,
+           let text = CIFailureDocument.text(format, code: failure.code, message: failure.message, exitCode: failure.status.rawValue) {
+            outJSONFragment(text)
+            return
+        }
         guard json, !written else { return }
         let document = ErrorDocument(error: .init(code: failure.code, message: failure.message))
         if let text = try? (lines ? JSONOutput.line(document) : JSONOutput.string(document)) { outJSON(text) }
@@ -128,6 +141,7 @@ public struct Console: Sendable {
         var json = false
         var lines = false
         var documentWritten = false
+        var format: OutputFormat?
     }
 
     private static let state = Mutex(State())

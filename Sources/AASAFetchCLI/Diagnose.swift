@@ -24,7 +24,7 @@ extension AASAFetchCommand {
         @OptionGroup var input: InputOptions
         @OptionGroup var network: NetworkOptions
         @OptionGroup var routing: RouteOptions
-        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var output: FormatOptions
 
         func validate() throws {
             if host == nil { try input.requireEntries(alternatives: "a HOST") }
@@ -81,10 +81,14 @@ extension AASAFetchCommand {
 
             let report = DiagnosisReport(appIDs: loaded.appIDs, appIDSource: loaded.appIDSource, route: routing.route,
                                          diagnoses: diagnoses, findings: loaded.findings)
-            if json {
+            switch output.format {
+            case .json:
                 try console.json(report)
-            } else {
+            case .human:
                 DiagnosisRenderer(console: console).render(report)
+            case .github, .sarif, .junit:
+                var writer = CIWriters.standardOutput(output.format, console: console)
+                DiagnoseCI.render(report, entries: entries, sources: loaded.sources, to: &writer)
             }
             if !report.succeeded { throw ExitStatus.failure }
         }

@@ -23,7 +23,10 @@ extension AASAFetchCommand {
         @OptionGroup var network: NetworkOptions
         @OptionGroup var routing: RouteOptions
         @OptionGroup var storage: RunStoreOptions
-        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var output: FormatOptions
+
+        /// Whether the run prints JSON (`--json`, `--format json`).
+        var json: Bool { output.format == .json }
 
         private var store: StoreOptions { storage.store }
         private var noStore: Bool { storage.noStore }
@@ -87,10 +90,14 @@ extension AASAFetchCommand {
             }
 
             let report = run.report(appIDs: loaded.appIDs, appIDSource: loaded.appIDSource, region: region, findings: loaded.findings)
-            if json {
+            switch output.format {
+            case .json:
                 try console.json(report)
-            } else {
+            case .human:
                 HumanRenderer(console: console).renderRun(report)
+            case .github, .sarif, .junit:
+                var stream = FetchCIStream(writer: CIWriters.standardOutput(output.format, console: console), sources: loaded.sources)
+                try stream.render(report)
             }
             var storeFailure = await recordingTask?.value ?? nil
             let shortages = run.results.filter { $0.code == "descriptors-exhausted" }.count
@@ -163,7 +170,7 @@ extension AASAFetchCommand {
             let hosts = source.hostCount
             let progress = ProgressReporter(total: hosts, quiet: quiet, console: console)
             let streaming = StreamingRun(
-                source: source, fetcher: fetcher, settled: settled, region: region, json: json,
+                source: source, fetcher: fetcher, settled: settled, region: region, format: output.format,
                 console: console, store: recordIn, progress: progress
             )
             let (summary, failure) = await streaming.run()

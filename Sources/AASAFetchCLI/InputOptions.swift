@@ -73,9 +73,11 @@ struct InputOptions: ParsableArguments {
         var appIDs: [String]
         var appIDSource: AppIDSource
         var findings: [Finding]
+        /// Which file each entry came from.
+        var sources = EntrySources()
 
         /// Everything but the entries.
-        var settled: Settled { Settled(appIDs: appIDs, appIDSource: appIDSource, findings: findings) }
+        var settled: Settled { Settled(appIDs: appIDs, appIDSource: appIDSource, findings: findings, sources: sources) }
     }
 
     /// What a run needs from its inputs besides the entries (which a spooled run keeps on disk).
@@ -83,6 +85,8 @@ struct InputOptions: ParsableArguments {
         var appIDs: [String]
         var appIDSource: AppIDSource
         var findings: [Finding]
+        /// Which file each entry came from.
+        var sources = EntrySources()
     }
 
     /// ``load(adding:)`` for a command: an input that cannot be read ends the command with its
@@ -96,20 +100,26 @@ struct InputOptions: ParsableArguments {
     func load(adding extra: [String] = []) throws(CommandFailure) -> Loaded {
         let head = try readHead(adding: extra)
         var strings = head.strings
+        var lines = head.lines
         if let domainsFile {
             do throws(LineReaderError) {
                 var reader = try LineReader(path: domainsFile)
                 defer { reader.close() }
                 while let line = try reader.next() {
-                    if let entry = Self.entryString(fromLine: line) { strings.append(entry) }
+                    if let entry = Self.entryString(fromLine: line) {
+                        strings.append(entry)
+                        lines.append(reader.line)
+                    }
                 }
             } catch {
                 throw Self.domainsFailure(error, path: domainsFile)
             }
         }
-        let entries = EntryParser(definitions: definitionTable).parse(strings)
+        var entries = EntryParser(definitions: definitionTable).parse(strings)
+        for index in entries.indices where index < lines.count { entries[index].line = lines[index] }
         let settled = settle(head)
-        return Loaded(entries: entries, appIDs: settled.appIDs, appIDSource: settled.appIDSource, findings: settled.findings)
+        return Loaded(entries: entries, appIDs: settled.appIDs, appIDSource: settled.appIDSource, findings: settled.findings,
+                      sources: settled.sources)
     }
 
     /// ``load()`` into a run spool: the same entries in the same order, but the `--domains` file is
@@ -118,15 +128,15 @@ struct InputOptions: ParsableArguments {
     func loadSpooled(into spool: RunSpool) throws(CommandFailure) -> Settled {
         let head = try readHead(adding: [])
         do {
-            try spool.append(definitions: definitionTable) { add in
-                for string in head.strings { try add(string) }
+            try spool.append(definitions: definitionTable, lines: { add in
+                for (index, string) in head.strings.enumerated() { try add(string, index < head.lines.count ? head.lines[index] : nil) }
                 guard let domainsFile else { return }
                 var reader = try LineReader(path: domainsFile)
                 defer { reader.close() }
                 while let line = try reader.next() {
-                    if let entry = Self.entryString(fromLine: line) { try add(entry) }
+                    if let entry = Self.entryString(fromLine: line) { try add(entry, reader.line) }
                 }
-            }
+            })
         } catch let error as LineReaderError {
             throw Self.domainsFailure(error, path: domainsFile ?? "")
         } catch let error as SpoolError {
@@ -178,6 +188,9 @@ struct InputOptions: ParsableArguments {
         var entitlements: EntitlementsFile?
         var appDefinitions: [String: String]
         var findings: [Finding]
+        /// The line of each of the first strings in its file (an XML entitlements file's), when known.
+        var lines: [Int?] = []
+        var sources = EntrySources()
     }
 
     private func readHead(adding extra: [String]) throws(CommandFailure) -> Head {
@@ -187,6 +200,9 @@ struct InputOptions: ParsableArguments {
                 let file = try EntitlementsFile.read(path: entitlementsPath)
                 head.entitlements = file
                 head.strings += file.associatedDomains
+                head.lines = (file.associatedDomainLines ?? []).map { Optional($0) }
+                head.sources.entitlementsPath = entitlementsPath
+                head.sources.entitlementsCount = file.associatedDomains.count
                 if file.associatedDomains.isEmpty {
                     head.findings.append(.warning("entitlements-empty", "\(entitlementsPath) lists no associated domains"))
                 }
@@ -198,6 +214,8 @@ struct InputOptions: ParsableArguments {
             let app = try AppEntitlementsLoader.load(appPath)
             head.entitlements = app.file
             head.strings += app.file.associatedDomains
+            head.sources.entitlementsPath = appPath
+            head.sources.entitlementsCount = app.file.associatedDomains.count
             head.findings += app.findings
             head.appDefinitions = app.definitions
         }
@@ -207,6 +225,8 @@ struct InputOptions: ParsableArguments {
             if let note { head.findings.append(note) }
         }
         head.strings += extra.map { Optional($0) }
+        head.sources.listPath = domainsFile
+        head.sources.listStart = head.strings.count
         return head
     }
 
@@ -237,6 +257,6 @@ struct InputOptions: ParsableArguments {
                 fix: "use the app ID from the developer portal, e.g. ABCDE12345.com.example.app"
             ))
         }
-        return Settled(appIDs: appIDs, appIDSource: source, findings: findings)
+        return Settled(appIDs: appIDs, appIDSource: source, findings: findings, sources: head.sources)
     }
 }

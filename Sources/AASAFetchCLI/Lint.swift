@@ -48,9 +48,11 @@ public struct Lint: AsyncParsableCommand {
     @Argument(help: "Association files to check (- for standard input; a folder: every file inside it named apple-app-site-association or ending in .json).", completion: .file())
     public var files: [String]
 
-    /// Machine-readable output.
-    @Flag(help: "Write the report as JSON.")
-    public var json = false
+    /// The output format (`--format`, `--json`).
+    @OptionGroup var output: FormatOptions
+
+    /// Whether the report is written as JSON (`--json`, `--format json`).
+    public var json: Bool { output.format == .json }
 
     /// The size limit.
     @Option(name: .customLong("max-size"), help: "Size limit in bytes (default 131072 = 128 KiB).")
@@ -70,7 +72,10 @@ public struct Lint: AsyncParsableCommand {
         let limit = maxSize
         let report = Self.report(files: Self.expand(files), options: LintOptions(maxSize: maxSize)) { path in try Self.readFile(path, limit: limit) }
         let console = Console.standard
-        if json {
+        if output.format.isCI {
+            var writer = CIWriters.standardOutput(output.format, console: console)
+            LintCI.render(report, to: &writer)
+        } else if json {
             try console.json(report)
         } else {
             for line in Self.render(report, console: console) { console.out(line) }

@@ -122,6 +122,7 @@ public enum OptionSources {
     static let exclusiveGroups: [Set<String>] = [
         ["no-store", "cache", "store"],
         ["entitlements", "app"],
+        ["json", "format"],
     ]
 
     // MARK: - The environment layer

@@ -10,7 +10,9 @@ struct StreamingRun {
     let fetcher: AASAFetcher
     let settled: InputOptions.Settled
     let region: String?
-    let json: Bool
+    /// The output format.
+    let format: OutputFormat
+    private var json: Bool { format == .json }
     let console: Console
     /// Where to record (the plan's hosts are registered there already); `nil` records nothing.
     let store: (any AssociationStore)?
@@ -36,8 +38,12 @@ struct StreamingRun {
         var stopped = false
         var human = RunRenderer(console: console, hostWidth: RunRenderer.width(longest: source.longestHost.map { $0 + labelSuffix }))
         var writer = JSONStreamWriter(console: console)
+        // The CI formats (github, sarif, junit): their own stream, fed at the same three points.
+        var ci = format.isCI ? FetchCIStream(writer: CIWriters.standardOutput(format, console: console), sources: settled.sources) : nil
 
-        if json {
+        if ci != nil {
+            ci?.begin(findings: settled.findings)
+        } else if json {
             do {
                 // The head leaves its last line open (`"domains": [`): no progress line after it.
                 try progress.output(endsLine: false) {
@@ -84,8 +90,8 @@ struct StreamingRun {
                     domainWarnings += domain.warningCount
                     // A JSON domain leaves its last line open (the comma comes with the next one).
                     do {
-                        try progress.output(endsLine: !json) {
-                            if json { try writer.domain(domain) } else { human.domain(domain) }
+                        try progress.output(endsLine: !(json || format == .sarif)) {
+                            if ci != nil { ci?.domain(domain) } else if json { try writer.domain(domain) } else { human.domain(domain) }
                         }
                     } catch {
                         spoolFailure = CommandFailure(code: "internal-error", message: "\(error)")
@@ -117,7 +123,9 @@ struct StreamingRun {
             let summary = AssociationJudge.summary(
                 counts: try source.counts(), domains: source.hostCount, domainWarnings: domainWarnings, runFindings: settled.findings
             )
-            if json {
+            if ci != nil {
+                try ci?.finish(unfetchable: { body in try source.forEachVerdict(.unfetchable, body) }, summary: summary)
+            } else if json {
                 try writer.finish(entryCount: summary.entries, entries: { body in try source.forEachVerdict(.all, body) }, summary: summary)
             } else {
                 try source.forEachVerdict(.unfetchable) { human.unfetchable($0) }

@@ -188,7 +188,7 @@ _aasa-fetch_fetch() {
     repeating_flags=()
     non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store --format)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -257,6 +257,10 @@ _aasa-fetch_fetch() {
         return
         ;;
     '--store')
+        return
+        ;;
+    '--format')
+        __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
         return
         ;;
     esac
@@ -388,7 +392,7 @@ _aasa-fetch_diagnose() {
     repeating_flags=()
     non_repeating_flags=(--quiet -q --allow-private --json --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --format)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -450,6 +454,10 @@ _aasa-fetch_diagnose() {
         return
         ;;
     '--cdn-base')
+        return
+        ;;
+    '--format')
+        __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
         return
         ;;
     esac
@@ -619,11 +627,15 @@ _aasa-fetch_lint() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--max-size)
+    non_repeating_options=(--format --max-size)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
+    '--format')
+        __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
+        return
+        ;;
     '--max-size')
         return
         ;;

@@ -31,6 +31,13 @@ public struct AssociatedDomainEntry: Sendable, Hashable, Codable {
     public var mode: AlternateMode?
     /// Errors and warnings about this entry.
     public var findings: [Finding]
+    /// The 1-based line of the entry in the file it came from (an XML entitlements file's
+    /// `<string>`, a `--domains` line), when known; not part of any JSON shape.
+    public var line: Int? = nil
+
+    private enum CodingKeys: String, CodingKey {
+        case index, raw, service, domain, host, isWildcard, mode, findings
+    }
 
     /// Whether the entry names a host that can be downloaded.
     public var isFetchable: Bool { host != nil }

@@ -30,6 +30,9 @@ public struct EntitlementsFile: Sendable, Hashable {
     public var applicationIdentifier: String?
     /// `com.apple.developer.team-identifier`, as written.
     public var teamIdentifier: String?
+    /// The 1-based line where each element of ``associatedDomains`` starts, for an XML property
+    /// list read by ``parse(_:)``; `nil` for a binary plist, a code signature or a profile.
+    public var associatedDomainLines: [Int]?
 
     /// Creates an entitlements value.
     public init(associatedDomains: [String?], applicationIdentifier: String? = nil, teamIdentifier: String? = nil) {
@@ -69,7 +72,12 @@ public struct EntitlementsFile: Sendable, Hashable {
         guard case .dictionary(let dictionary) = value else {
             throw EntitlementsError(code: "entitlements-not-a-dictionary", message: "the property list's top level is not a dictionary")
         }
-        return try from(dictionary)
+        var file = try from(dictionary)
+        if let lines = PlistXMLLines.elementLines(ofArrayFor: associatedDomainsKey, in: [UInt8](data)),
+           lines.count == file.associatedDomains.count {
+            file.associatedDomainLines = lines
+        }
+        return file
     }
 
     /// Reads the entitlements this tool needs from a decoded dictionary (an app's code signature or

@@ -42,6 +42,8 @@ public struct LineReader {
     private var start = 0
     /// Lines split from the last physical line, not yet returned.
     private var ready: [String] = []
+    /// The line number of each string of `ready`.
+    private var readyLines: [Int] = []
     private var readyIndex = 0
     private var atEnd = false
     /// Line feeds before `start`: the current line's number is one more.
@@ -76,14 +78,20 @@ public struct LineReader {
         if ownsHandle { try? handle.close() }
     }
 
+    /// The 1-based line of the string ``next()`` returned last, counted in line feeds as the
+    /// errors count them (what an editor shows for a file with LF or CRLF line ends); 0 before.
+    public private(set) var line = 0
+
     /// The next non-empty line, or `nil` at the end of the file.
     public mutating func next() throws(LineReaderError) -> String? {
         while true {
             if readyIndex < ready.count {
                 defer { readyIndex += 1 }
+                line = readyLines[readyIndex]
                 return ready[readyIndex]
             }
             ready.removeAll(keepingCapacity: true)
+            readyLines.removeAll(keepingCapacity: true)
             readyIndex = 0
             // A whole physical line (up to LF, VT, FF or CR), reading more when needed.
             var searchFrom = start
@@ -132,8 +140,9 @@ public struct LineReader {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw .invalidUTF8(line: lineFeeds + 1)
         }
-        for line in text.split(whereSeparator: \.isNewline) {
-            ready.append(String(line))
+        for piece in text.split(whereSeparator: \.isNewline) {
+            ready.append(String(piece))
+            readyLines.append(lineFeeds + 1)
         }
     }
 }

@@ -98,6 +98,9 @@ public struct DomainReport: Sendable, Encodable {
     /// Apple's CDN's answer for this host: with `--route cdn` the record's own answer, with
     /// `--route both` the CDN's side compared with the origin's; `nil` for origin-only records.
     public var cdn: CDNRecord? = nil
+    /// The verdicts of the entries it serves, as this host's answer left them (in ``entries``'
+    /// order): what the CI formats report per entry. Not part of the JSON shape.
+    public var verdicts: [EntryVerdict] = []
 
     /// The number of warning findings.
     public var warningCount: Int { findings.filter { $0.severity == .warning }.count }
@@ -337,7 +340,7 @@ public enum AssociationJudge {
         } else {
             reason = result.reason
         }
-        return DomainReport(
+        var report = DomainReport(
             host: result.host,
             entries: verdicts.map { $0.entry.raw ?? "" },
             route: result.route,
@@ -356,5 +359,7 @@ public enum AssociationJudge {
             findings: findings,
             attempts: result.attempts
         )
+        report.verdicts = verdicts
+        return report
     }
 }

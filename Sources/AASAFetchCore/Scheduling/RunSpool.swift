@@ -123,7 +123,8 @@ public final class RunSpool: Sendable {
                         code TEXT NOT NULL,
                         findings BLOB,
                         own_findings INTEGER NOT NULL,
-                        entitlement_warnings INTEGER NOT NULL
+                        entitlement_warnings INTEGER NOT NULL,
+                        line INTEGER
                     );
                     CREATE INDEX entries_host ON entries(host, position) WHERE host IS NOT NULL;
                     CREATE TABLE hosts (host TEXT PRIMARY KEY, tier INTEGER NOT NULL, ordinal INTEGER NOT NULL) WITHOUT ROWID;
@@ -148,6 +149,15 @@ public final class RunSpool: Sendable {
     /// Parses entries as `produce` hands them over (in entry order, after those already added) and
     /// keeps them and their hosts, in one transaction. Errors thrown by `produce` pass through.
     public func append(definitions: [String: String], _ produce: (_ add: (String?) throws -> Void) throws -> Void) throws {
+        try append(definitions: definitions, lines: { add in
+            try withoutActuallyEscaping(add) { add in
+                try produce { string in try add(string, nil) }
+            }
+        })
+    }
+
+    /// ``append(definitions:_:)`` with each entry's line in its file (``AssociatedDomainEntry/line``).
+    public func append(definitions: [String: String], lines produce: (_ add: (String?, Int?) throws -> Void) throws -> Void) throws {
         let parser = EntryParser(definitions: definitions)
         let encoder = ReportJSONWriter(style: .compact)
         let prioritizer = prioritizer
@@ -157,13 +167,13 @@ public final class RunSpool: Sendable {
                     var position = try Int.fetchOne(db, sql: "SELECT count(*) FROM entries") ?? 0
                     let insertEntry = try db.makeStatement(sql: """
                         INSERT INTO entries (position, raw, service, domain, host, wildcard, mode, entry_findings,
-                                             associated, code, findings, own_findings, entitlement_warnings)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                             associated, code, findings, own_findings, entitlement_warnings, line)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """)
                     let insertHost = try db.makeStatement(sql: "INSERT OR IGNORE INTO hosts (host, tier, ordinal) VALUES (?, ?, ?)")
                     let insertSeen = try db.makeStatement(sql: "INSERT OR IGNORE INTO seen (normalized, position) VALUES (?, ?)")
                     let firstSeen = try db.makeStatement(sql: "SELECT position FROM seen WHERE normalized = ?")
-                    try produce { string in
+                    try produce { string, line in
                         var entry = parser.parse(string, index: position)
                         if let key = entry.normalized {
                             // EntryParser.parse(_:)'s duplicate rule, through the index.
@@ -177,7 +187,7 @@ public final class RunSpool: Sendable {
                         try insertEntry.execute(arguments: [
                             position, entry.raw, entry.service?.name, entry.domain, entry.host, entry.isWildcard,
                             entry.mode?.rawValue, findings, verdict.associated, verdict.code, findings,
-                            Self.ownFindings(verdict.findings), Self.entitlementWarnings(verdict.findings),
+                            Self.ownFindings(verdict.findings), Self.entitlementWarnings(verdict.findings), line,
                         ])
                         if let host = entry.host {
                             try insertHost.execute(arguments: [host, prioritizer.tier(of: host), position])
@@ -365,7 +375,7 @@ public final class RunSpool: Sendable {
     }
 
     private static func verdict(_ row: Row, _ decoder: JSONDecoder) throws -> EntryVerdict {
-        let entry = AssociatedDomainEntry(
+        var entry = AssociatedDomainEntry(
             index: row["position"],
             raw: row["raw"],
             service: (row["service"] as String?).map(Service.init(name:)),
@@ -375,6 +385,7 @@ public final class RunSpool: Sendable {
             mode: (row["mode"] as String?).flatMap(AlternateMode.init(rawValue:)),
             findings: try decodeFindings(row["entry_findings"], decoder)
         )
+        entry.line = row["line"]
         return EntryVerdict(entry: entry, associated: row["associated"], code: row["code"],
                             findings: try decodeFindings(row["findings"], decoder))
     }
