@@ -18,6 +18,9 @@ extension AASAFetchCommand {
                 examples: CommandHelp.diagnose, exitCodes: CommandHelp.diagnoseExitCodes)
         )
 
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
         @Argument(help: ArgumentHelp("A host (applinks:HOST is checked) or a whole entry such as webcredentials:example.com.", valueName: "host"))
         var host: String?
 

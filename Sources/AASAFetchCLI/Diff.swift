@@ -39,6 +39,9 @@ public struct Diff: AsyncParsableCommand {
         discussion: HelpText.discussion(examples: CommandHelp.diff, exitCodes: CommandHelp.diffExitCodes)
     )
 
+    /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+    @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
     /// The earlier file.
     @Argument(help: "The earlier association file.", completion: .file())
     public var old: String

@@ -18,6 +18,9 @@ extension AASAFetchCommand {
                 examples: CommandHelp.entitlements, exitCodes: CommandHelp.entitlementsExitCodes)
         )
 
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
         @Argument(help: ArgumentHelp("An .ipa, an .app folder, a Mach-O executable, a provisioning profile or an .entitlements file (XML or binary plist).", valueName: "path"), completion: .file())
         var path: String
         @Option(help: ArgumentHelp("The project's .entitlements file to compare with.", valueName: "file"), completion: .file(extensions: ["entitlements", "plist"]))

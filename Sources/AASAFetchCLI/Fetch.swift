@@ -19,6 +19,9 @@ extension AASAFetchCommand {
                 examples: CommandHelp.fetch, exitCodes: CommandHelp.fetchExitCodes)
         )
 
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
         @OptionGroup var input: InputOptions
         @OptionGroup var network: NetworkOptions
         @OptionGroup var routing: RouteOptions

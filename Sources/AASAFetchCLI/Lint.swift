@@ -44,6 +44,9 @@ public struct Lint: AsyncParsableCommand {
         discussion: HelpText.discussion("Use - for standard input.", examples: CommandHelp.lint, exitCodes: CommandHelp.lintExitCodes)
     )
 
+    /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+    @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
     /// The files to check.
     @Argument(help: "Association files to check (- for standard input; a folder: every file inside it named apple-app-site-association or ending in .json).", completion: .file())
     public var files: [String]

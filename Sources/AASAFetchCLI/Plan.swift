@@ -13,6 +13,9 @@ extension AASAFetchCommand {
             discussion: HelpText.discussion(examples: CommandHelp.plan, exitCodes: CommandHelp.planExitCodes)
         )
 
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
         @OptionGroup var input: InputOptions
         @Flag(help: "Print JSON.") var json = false
 

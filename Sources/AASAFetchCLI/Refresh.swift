@@ -24,6 +24,9 @@ extension AASAFetchCommand {
             discussion: HelpText.discussion(examples: CommandHelp.refresh, exitCodes: CommandHelp.refreshExitCodes)
         )
 
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
         @OptionGroup var store: StoreOptions
         @OptionGroup var network: NetworkOptions
         @Option(name: .customLong("cdn-base"), help: ArgumentHelp("The CDN's base URL for hosts recorded through the CDN (fetch --route cdn); the host is appended.", valueName: "url"))

@@ -101,6 +101,9 @@ extension AASAFetchCommand {
             discussion: HelpText.discussion(examples: CommandHelp.show, exitCodes: CommandHelp.showExitCodes)
         )
 
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
         @Argument(help: "A host to show in detail (its entries and history).") var host: String?
         @OptionGroup var store: StoreOptions
         @Option(help: ArgumentHelp("With a host: how many history events (latest).", valueName: "n")) var historyLimit = 50
@@ -256,6 +259,9 @@ extension AASAFetchCommand {
             abstract: "Remove a host, its entries and its history from the store.",
             discussion: HelpText.discussion(examples: CommandHelp.forget, exitCodes: CommandHelp.forgetExitCodes))
 
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
         @Argument(help: "The host to forget.") var host: String
         @OptionGroup var store: StoreOptions
         @Flag(help: "Print JSON.") var json = false
@@ -299,6 +305,9 @@ extension AASAFetchCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write the last approved file of every host, one file per host and route.",
             discussion: HelpText.discussion(examples: CommandHelp.export, exitCodes: CommandHelp.exportExitCodes))
+
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         @OptionGroup var store: StoreOptions
         @Option(help: ArgumentHelp("The folder to write to (default: export inside the cache folder).", valueName: "dir"), completion: .directory)
