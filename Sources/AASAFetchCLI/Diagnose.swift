@@ -18,9 +18,6 @@ extension AASAFetchCommand {
                 examples: CommandHelp.diagnose, exitCodes: CommandHelp.diagnoseExitCodes)
         )
 
-        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
         @Argument(help: ArgumentHelp("A host (applinks:HOST is checked) or a whole entry such as webcredentials:example.com.", valueName: "host"))
         var host: String?
 
@@ -28,6 +25,8 @@ extension AASAFetchCommand {
         @OptionGroup var network: NetworkOptions
         @OptionGroup var routing: RouteOptions
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             if host == nil { try input.requireEntries(alternatives: "a HOST") }

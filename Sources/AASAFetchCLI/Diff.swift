@@ -39,9 +39,6 @@ public struct Diff: AsyncParsableCommand {
         discussion: HelpText.discussion(examples: CommandHelp.diff, exitCodes: CommandHelp.diffExitCodes)
     )
 
-    /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-    @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
     /// The earlier file.
     @Argument(help: "The earlier association file.", completion: .file())
     public var old: String
@@ -57,6 +54,9 @@ public struct Diff: AsyncParsableCommand {
     /// The size limit for each file.
     @Option(name: .customLong("max-size"), help: ArgumentHelp("Largest file read, in bytes (default 131072 = 128 KiB).", valueName: "bytes"))
     public var maxSize: Int = LintOptions.defaultMaxSize
+
+    /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+    @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
     /// Creates the command with default values (ArgumentParser fills them).
     public init() {}

@@ -18,9 +18,6 @@ extension AASAFetchCommand {
                 examples: CommandHelp.entitlements, exitCodes: CommandHelp.entitlementsExitCodes)
         )
 
-        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
         @Argument(help: ArgumentHelp("An .ipa, an .app folder, a Mach-O executable, a provisioning profile or an .entitlements file (XML or binary plist).", valueName: "path"), completion: .file())
         var path: String
         @Option(help: ArgumentHelp("The project's .entitlements file to compare with.", valueName: "file"), completion: .file(extensions: ["entitlements", "plist"]))
@@ -28,6 +25,8 @@ extension AASAFetchCommand {
         @Option(name: .customLong("define"), help: ArgumentHelp("A value for an Xcode variable of the compared file (repeatable).", valueName: "NAME=VALUE"))
         var definitions: [String] = []
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             for definition in definitions where !definition.contains("=") {

@@ -19,14 +19,13 @@ extension AASAFetchCommand {
                 examples: CommandHelp.fetch, exitCodes: CommandHelp.fetchExitCodes)
         )
 
-        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
         @OptionGroup var input: InputOptions
         @OptionGroup var network: NetworkOptions
         @OptionGroup var routing: RouteOptions
         @OptionGroup var storage: RunStoreOptions
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         private var store: StoreOptions { storage.store }
         private var noStore: Bool { storage.noStore }

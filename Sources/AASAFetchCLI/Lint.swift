@@ -44,9 +44,6 @@ public struct Lint: AsyncParsableCommand {
         discussion: HelpText.discussion("Use - for standard input.", examples: CommandHelp.lint, exitCodes: CommandHelp.lintExitCodes)
     )
 
-    /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-    @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
     /// The files to check.
     @Argument(help: "Association files to check (- for standard input; a folder: every file inside it named apple-app-site-association or ending in .json).", completion: .file())
     public var files: [String]
@@ -58,6 +55,9 @@ public struct Lint: AsyncParsableCommand {
     /// The size limit.
     @Option(name: .customLong("max-size"), help: "Size limit in bytes (default 131072 = 128 KiB).")
     public var maxSize: Int = LintOptions.defaultMaxSize
+
+    /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+    @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
     /// Creates the command with default values (ArgumentParser fills them).
     public init() {}

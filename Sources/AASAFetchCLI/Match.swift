@@ -27,9 +27,6 @@ extension AASAFetchCommand {
                 examples: CommandHelp.match, exitCodes: CommandHelp.matchExitCodes)
         )
 
-        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
         @Argument(help: "URLs to decide.") var urls: [String] = []
         @Option(name: .customLong("urls"), help: ArgumentHelp("A file of URLs, one a line ('-' for standard input).", valueName: "file"), completion: .file())
         var urlsFile: String?
@@ -43,6 +40,8 @@ extension AASAFetchCommand {
         @OptionGroup var network: NetworkOptions
         @OptionGroup var storage: RunStoreOptions
         @Flag(help: "Print JSON lines.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             if cases != nil {

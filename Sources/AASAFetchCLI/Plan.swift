@@ -13,11 +13,10 @@ extension AASAFetchCommand {
             discussion: HelpText.discussion(examples: CommandHelp.plan, exitCodes: CommandHelp.planExitCodes)
         )
 
-        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
         @OptionGroup var input: InputOptions
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             try input.requireEntries()

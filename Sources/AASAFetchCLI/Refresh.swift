@@ -24,9 +24,6 @@ extension AASAFetchCommand {
             discussion: HelpText.discussion(examples: CommandHelp.refresh, exitCodes: CommandHelp.refreshExitCodes)
         )
 
-        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
         @OptionGroup var store: StoreOptions
         @OptionGroup var network: NetworkOptions
         @Option(name: .customLong("cdn-base"), help: ArgumentHelp("The CDN's base URL for hosts recorded through the CDN (fetch --route cdn); the host is appended.", valueName: "url"))
@@ -47,6 +44,8 @@ extension AASAFetchCommand {
         var batchSize: Int?
         @Flag(help: "Print JSON.") var json = false
         @Flag(name: .shortAndLong, help: "No progress or notes on standard error.") var quiet = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             if let interval, IntervalParser.seconds(interval) == nil { throw ValidationError("--interval takes a duration such as 30s, 15m or 2h (at most 366 days)") }

@@ -101,14 +101,13 @@ extension AASAFetchCommand {
             discussion: HelpText.discussion(examples: CommandHelp.show, exitCodes: CommandHelp.showExitCodes)
         )
 
-        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
         @Argument(help: "A host to show in detail (its entries and history).") var host: String?
         @OptionGroup var store: StoreOptions
         @Option(help: ArgumentHelp("With a host: how many history events (latest).", valueName: "n")) var historyLimit = 50
         @Option(help: .hidden) var now: String?
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func run() async throws {
             let console = Console.standard
@@ -259,12 +258,11 @@ extension AASAFetchCommand {
             abstract: "Remove a host, its entries and its history from the store.",
             discussion: HelpText.discussion(examples: CommandHelp.forget, exitCodes: CommandHelp.forgetExitCodes))
 
-        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
         @Argument(help: "The host to forget.") var host: String
         @OptionGroup var store: StoreOptions
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         private struct Output: Encodable {
             var schemaVersion = JSONSchemaVersion.current
@@ -306,13 +304,12 @@ extension AASAFetchCommand {
             abstract: "Write the last approved file of every host, one file per host and route.",
             discussion: HelpText.discussion(examples: CommandHelp.export, exitCodes: CommandHelp.exportExitCodes))
 
-        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
-        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
-
         @OptionGroup var store: StoreOptions
         @Option(help: ArgumentHelp("The folder to write to (default: export inside the cache folder).", valueName: "dir"), completion: .directory)
         var out: String?
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         private struct File: Encodable {
             var host: String
