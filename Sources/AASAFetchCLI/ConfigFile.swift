@@ -123,6 +123,10 @@ struct ConfigFile: Equatable {
     /// Reads and parses the file at `path`.
     /// - Throws: ``CommandFailure`` `config-unreadable`, `config-too-large` or `config-invalid`.
     static func load(path: String) throws(CommandFailure) -> ConfigFile {
+        var status = stat()
+        if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+            throw CommandFailure(code: "config-unreadable", message: "cannot read config file \(path): it is a folder")
+        }
         let bytes: [UInt8]
         do {
             bytes = try BoundedFile.read(path: path, limit: sizeLimit)
@@ -327,11 +331,13 @@ struct ConfigFile: Equatable {
 
     private static func message(of error: YamlError) -> String {
         switch error {
+        case .composer(_, let problem, _, _) where problem == "but found another document":
+            return "a second YAML document (a config file holds one)"
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _), .composer(let context, let problem, let mark, _):
             let during = context.map { $0.mark.line == mark.line ? " \($0.text)" : " \($0.text) started on line \($0.mark.line)" } ?? ""
             return "invalid YAML at column \(mark.column): \(problem)\(during)"
         case .duplicatedKeysInMapping(let duplicates, _):
-            return "\(duplicates.map { "\"\($0)\"" }.joined(separator: ", ")) given twice"
+            return "\(duplicates.map { "\"\($0)\"" }.joined(separator: ", ")) is given more than once"
         case .reader(let problem, _, _, _):
             return "invalid YAML: \(problem)"
         default:

@@ -305,7 +305,9 @@ public enum OptionSources {
                 }
             }
             guard !texts.isEmpty else { return nil }
-            arguments = texts.map { "--\(option.name)=\($0)" }
+            // `--name=value` keeps a value that starts with `-` a value; an empty one is given
+            // apart (`--retry-delays ''`), as ArgumentParser reads `--name=` as no value.
+            arguments = texts.flatMap { $0.isEmpty ? ["--\(option.name)", ""] : ["--\(option.name)=\($0)"] }
             rawValue = texts.count == 1 && !option.isRepeating ? texts[0] : "[" + texts.joined(separator: ", ") + "]"
         case (.option, _):
             throw wrongType(option.isRepeating ? "takes a string or a list of strings" : "takes one value (a string or a number)")
