@@ -5,12 +5,15 @@ import Foundation
 ///
 /// Every long option of a command can also be given as an environment variable
 /// `AASA_FETCH_<NAME>`: the option's name upper-cased with `-` turned into `_`
-/// (`--cacert` → `AASA_FETCH_CACERT`, `--connect-to` → `AASA_FETCH_CONNECT_TO`). An option given on
-/// the command line wins over the environment. The values are turned into command-line arguments
-/// before ArgumentParser parses, so they are checked exactly like typed ones; the option names a
-/// command accepts are read from the parser itself (its tool description), not from a list kept here.
+/// (`--cacert` → `AASA_FETCH_CACERT`, `--connect-to` → `AASA_FETCH_CONNECT_TO`), and as a key of the
+/// config file (``ConfigFile``: `--config FILE`, `AASA_FETCH_CONFIG`, or `aasa-fetch.json`,
+/// `aasa-fetch.yaml` or `aasa-fetch.yml` in the working directory; `--no-config` reads none). An
+/// option given on the command line wins over the environment, which wins over the file. The
+/// values are turned into command-line arguments before ArgumentParser parses, so they are checked
+/// exactly like typed ones; the option names a command accepts are read from the parser itself (its
+/// tool description), not from a list kept here.
 ///
-/// Value syntax:
+/// Value syntax in the environment:
 /// - an option taking a value: the variable's whole value (`AASA_FETCH_USER_AGENT='Mozilla/5.0 (…)'`);
 /// - a repeatable option: several values separated by white space (spaces, tabs or new lines),
 ///   one option each (`AASA_FETCH_CONNECT_TO='a.test:443:127.0.0.1:8443 b.test:443:127.0.0.1:8444'`);
@@ -18,14 +21,22 @@ import Foundation
 ///   (any case);
 /// - an empty variable counts as unset.
 ///
+/// In the config file: `true`/`false` for a flag, a string or a number for an option, a list (or
+/// one value) for a repeatable option, `null` for unset; relative paths (options whose value is a
+/// `file`, `dir` or `path`) are relative to the file's folder. A key that names a command and holds
+/// an object is that command's section, which wins over the top level for it.
+///
 /// A value the option refuses (`AASA_FETCH_CONCURRENCY=lots`), or a flag value that is not one
-/// of the above, is a usage error (exit 64) whose message names the variable. A variable with the
-/// prefix that names no option of any command is reported on standard error as ignored (a typo
-/// would otherwise pass silently); variables that are not options (``nonOptionVariables``) are
+/// of the above, is a usage error (exit 64) whose message names the variable, or the file, line and
+/// key. A variable with the prefix that names no option of any command is reported on standard
+/// error as ignored (a typo would otherwise pass silently); a key of the file that names no option
+/// of any command is a usage error. Variables that are not options (``nonOptionVariables``) are
 /// left to the code that reads them.
 ///
-/// The precedence is kept in one place, ``merge(commandLine:layers:)``: the command line, then
-/// each layer in order (today only the environment; a configuration file would be a later layer).
+/// The precedence is kept in one place, ``merge(commandLine:layers:arguments:)``: the command line,
+/// then each layer in order (the environment, the file's section for the command, the file's top
+/// level); an option of an exclusive group that a source gives drops the group's others from every
+/// lower source.
 public enum OptionSources {
     /// The prefix of every option variable.
     public static let environmentPrefix = "AASA_FETCH_"

@@ -186,9 +186,9 @@ _aasa-fetch() {
 
 _aasa-fetch_fetch() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --no-store --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -259,14 +259,18 @@ _aasa-fetch_fetch() {
     '--store')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_plan() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --json --version -h --help)
+    non_repeating_flags=(--quiet -q --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define)
-    non_repeating_options=(--entitlements --app --domains --region)
+    non_repeating_options=(--entitlements --app --domains --region --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -295,14 +299,18 @@ _aasa-fetch_plan() {
     '--region')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_match() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --no-store --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cache --store)
+    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cache --store --config)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
@@ -381,14 +389,18 @@ _aasa-fetch_match() {
     '--store')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_diagnose() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --json --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -452,14 +464,18 @@ _aasa-fetch_diagnose() {
     '--cdn-base')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_refresh() {
     repeating_flags=()
-    non_repeating_flags=(--allow-private --watch --worker --json --quiet -q --version -h --help)
+    non_repeating_flags=(--allow-private --watch --worker --json --quiet -q --no-config --version -h --help)
     repeating_options=(--resolve --connect-to)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -517,14 +533,18 @@ _aasa-fetch_refresh() {
     '--batch-size')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_show() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --history-limit)
+    non_repeating_options=(--cache --store --history-limit --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -539,14 +559,18 @@ _aasa-fetch_show() {
     '--history-limit')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_forget() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store)
+    non_repeating_options=(--cache --store --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -558,14 +582,18 @@ _aasa-fetch_forget() {
     '--store')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_export() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --out)
+    non_repeating_options=(--cache --store --out --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -581,19 +609,27 @@ _aasa-fetch_export() {
         __aasa-fetch_add_completions -d
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_lint() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--max-size)
+    non_repeating_options=(--max-size --config)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
     '--max-size')
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac
@@ -609,14 +645,18 @@ _aasa-fetch_lint() {
 
 _aasa-fetch_diff() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--max-size)
+    non_repeating_options=(--max-size --config)
     __aasa-fetch_offer_flags_options 2
 
     # Offer option value completions
     case "${prev}" in
     '--max-size')
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac
@@ -636,9 +676,9 @@ _aasa-fetch_diff() {
 
 _aasa-fetch_entitlements() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=(--define)
-    non_repeating_options=(--compare)
+    non_repeating_options=(--compare --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -648,6 +688,10 @@ _aasa-fetch_entitlements() {
         return
         ;;
     '--define')
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac
