@@ -110,7 +110,7 @@ public enum OptionSources {
         let known = Set(options.map(\.variable))
         let unknown = variables.keys.filter { !known.contains($0) && !(variables[$0] ?? "").isEmpty }.sorted()
         if !unknown.isEmpty {
-            let everyOption = Set(allCommands(root).flatMap { OptionSpec.options(of: $0).map(\.variable) })
+            let everyOption = Set(OptionSpec.optionsOfEveryCommand(root).values.joined().map(\.variable))
             for name in unknown where !everyOption.contains(name) {
                 warnings.append("aasa-fetch: warning: \(name) is not an option of any command (ignored)")
             }
@@ -217,14 +217,12 @@ public enum OptionSources {
     ) throws -> [[Setting]] {
         let commands = allCommands(root).dropFirst()
         let running = ObjectIdentifier(command)
-        var everyOption: [String: [OptionSpec]]?
+        // Every command's options, described once and only when a key needs them.
+        var described: [String: [OptionSpec]]?
         func optionsOfEveryCommand() -> [String: [OptionSpec]] {
-            if let everyOption { return everyOption }
-            var all: [String: [OptionSpec]] = [:]
-            for command in allCommands(root) {
-                for option in OptionSpec.options(of: command) { all[option.key, default: []].append(option) }
-            }
-            everyOption = all
+            if let described { return described }
+            let all = OptionSpec.optionsOfEveryCommand(root)
+            described = all
             return all
         }
         func unknown(_ member: ConfigMember, section: String?, candidates: [String]) -> ValidationError {
@@ -241,7 +239,7 @@ public enum OptionSources {
             }
             if case .table(let items) = member.value.kind, let section = commands.first(where: { $0._commandName == member.key }) {
                 let isRunning = ObjectIdentifier(section) == running
-                let sectionOptions = (isRunning ? options : OptionSpec.options(of: section)).filter { !configOptions.contains($0.key) }
+                let sectionOptions = (isRunning ? options : optionsOfEveryCommand()[member.key] ?? []).filter { !configOptions.contains($0.key) }
                 for item in items {
                     guard let option = sectionOptions.first(where: { $0.key == item.key }) else {
                         if configOptions.contains(item.key) {
@@ -258,9 +256,10 @@ public enum OptionSources {
                 if let setting = try fileSetting(option, member, file: file, section: nil) { topLayer.append(setting) }
                 continue
             }
-            let all = optionsOfEveryCommand()
-            guard let others = all[member.key] else {
-                throw unknown(member, section: nil, candidates: Array(all.keys) + commands.map { $0._commandName })
+            var byKey: [String: [OptionSpec]] = [:]
+            for option in optionsOfEveryCommand().values.joined() { byKey[option.key, default: []].append(option) }
+            guard let others = byKey[member.key] else {
+                throw unknown(member, section: nil, candidates: Array(byKey.keys) + commands.map { $0._commandName })
             }
             // An option of other commands only: ignored here, but its value must be one that one
             // of them takes, so that the file is valid or not whichever command reads it.
@@ -511,6 +510,19 @@ struct OptionSpec: Equatable {
         }
     }
 
+    /// The options of every command below `root` (and of `root`), by command name, from one
+    /// description of the whole tool (describing each command apart costs as much each time).
+    static func optionsOfEveryCommand(_ root: any ParsableCommand.Type) -> [String: [OptionSpec]] {
+        guard let info = try? JSONDecoder().decode(ToolDescription.self, from: Data(root._dumpHelp().utf8)) else { return [:] }
+        var all: [String: [OptionSpec]] = [:]
+        func visit(_ command: ToolDescription.Command) {
+            all[command.commandName ?? "", default: []] += options(from: command.arguments ?? [])
+            for subcommand in command.subcommands ?? [] { visit(subcommand) }
+        }
+        visit(info.command)
+        return all
+    }
+
     /// The command's arguments as ArgumentParser describes them (hidden ones included).
     static func arguments(of command: any ParsableCommand.Type) -> [ArgumentDescription] {
         let text = command._dumpHelp()
@@ -570,7 +582,9 @@ struct OptionSpec: Equatable {
 /// The parts of ArgumentParser's tool description (`_dumpHelp()`, format version 0) used here.
 struct ToolDescription: Decodable {
     struct Command: Decodable {
+        var commandName: String?
         var arguments: [ArgumentDescription]?
+        var subcommands: [Command]?
     }
 
     var command: Command
