@@ -218,8 +218,11 @@ struct ConfigFile: Equatable {
     private static func convert(_ node: Node, path: String, depth: Int, budget: inout Int) throws(CommandFailure) -> ConfigValue {
         let line = node.mark?.line ?? 1
         budget -= 1
-        guard depth <= maxDepth, budget >= 0 else {
-            throw invalid(path, line: line, "nested too deeply, or too many values")
+        guard depth <= maxDepth else {
+            throw invalid(path, line: line, "nested more than \(maxDepth) levels")
+        }
+        guard budget >= 0 else {
+            throw invalid(path, line: line, "more than 100,000 values")
         }
         switch node {
         case .scalar(let scalar):

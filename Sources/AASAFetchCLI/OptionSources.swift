@@ -217,13 +217,16 @@ public enum OptionSources {
     ) throws -> [[Setting]] {
         let commands = allCommands(root).dropFirst()
         let running = ObjectIdentifier(command)
-        // Every command's options, described once and only when a key needs them.
-        var described: [String: [OptionSpec]]?
-        func optionsOfEveryCommand() -> [String: [OptionSpec]] {
+        // Every command's options (by command, and by key), described once and only when a key
+        // needs them.
+        var described: (byCommand: [String: [OptionSpec]], byKey: [String: [OptionSpec]])?
+        func optionsOfEveryCommand() -> (byCommand: [String: [OptionSpec]], byKey: [String: [OptionSpec]]) {
             if let described { return described }
-            let all = OptionSpec.optionsOfEveryCommand(root)
-            described = all
-            return all
+            let byCommand = OptionSpec.optionsOfEveryCommand(root)
+            var byKey: [String: [OptionSpec]] = [:]
+            for option in byCommand.values.joined() { byKey[option.key, default: []].append(option) }
+            described = (byCommand, byKey)
+            return (byCommand, byKey)
         }
         func unknown(_ member: ConfigMember, section: String?, candidates: [String]) -> ValidationError {
             let suggestion = closest(to: member.key, in: candidates).map { " (did you mean \"\($0)\"?)" } ?? ""
@@ -239,7 +242,7 @@ public enum OptionSources {
             }
             if case .table(let items) = member.value.kind, let section = commands.first(where: { $0._commandName == member.key }) {
                 let isRunning = ObjectIdentifier(section) == running
-                let sectionOptions = (isRunning ? options : optionsOfEveryCommand()[member.key] ?? []).filter { !configOptions.contains($0.key) }
+                let sectionOptions = (isRunning ? options : optionsOfEveryCommand().byCommand[member.key] ?? []).filter { !configOptions.contains($0.key) }
                 for item in items {
                     guard let option = sectionOptions.first(where: { $0.key == item.key }) else {
                         if configOptions.contains(item.key) {
@@ -256,8 +259,7 @@ public enum OptionSources {
                 if let setting = try fileSetting(option, member, file: file, section: nil) { topLayer.append(setting) }
                 continue
             }
-            var byKey: [String: [OptionSpec]] = [:]
-            for option in optionsOfEveryCommand().values.joined() { byKey[option.key, default: []].append(option) }
+            let byKey = optionsOfEveryCommand().byKey
             guard let others = byKey[member.key] else {
                 throw unknown(member, section: nil, candidates: Array(byKey.keys) + commands.map { $0._commandName })
             }

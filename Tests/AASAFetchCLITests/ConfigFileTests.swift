@@ -273,7 +273,7 @@ import Testing
         ("aasa-fetch.yaml", "cacert: a\n---\ncacert: b\n", "line 2: a second YAML document (a config file holds one)"),
         ("aasa-fetch.yml", "cacert: ca.pem\nuser-agent: \u{FFFD}\n", ""),
         ("aasa-fetch.json", "{\"a\": " + String(repeating: "[", count: 17) + String(repeating: "]", count: 17) + "}", "line 1: invalid JSON at column 22: nesting deeper than 16"),
-        ("aasa-fetch.yaml", "cacert:\n  " + String(repeating: "[", count: 17) + String(repeating: "]", count: 17), "line 2: nested too deeply"),
+        ("aasa-fetch.yaml", "cacert:\n  " + String(repeating: "[", count: 17) + String(repeating: "]", count: 17), "line 2: nested more than 16 levels"),
         ("aasa-fetch.yaml", "a: " + String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000), "line 1: invalid YAML"),
     ])
     func aMalformedFileIsConfigInvalidWithItsLine(name: String, text: String, expected: String) throws {
