@@ -5,6 +5,7 @@ import PackageDescription
 
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
 let grdb = Target.Dependency.product(name: "GRDB", package: "GRDB.swift")
+let yams = Target.Dependency.product(name: "Yams", package: "Yams")
 
 let package = Package(
     name: "aasa-fetch",
@@ -16,6 +17,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // YAML config files (aasa-fetch.yaml): libyaml's parser, with line numbers in its errors.
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // MARK: - C system libraries (only CurlTransport, IDNA and Inflate import them)
@@ -34,7 +37,7 @@ let package = Package(
         .target(name: "AASAFetchCore", dependencies: ["CurlTransport", "IDNA", "Inflate", "PostgresClient", grdb]),
 
         // MARK: - Commands (a library, so they are testable) and the thin executable
-        .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", "CurlTransport", argumentParser]),
+        .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", "CurlTransport", argumentParser, yams]),
         .executableTarget(name: "aasa-fetch", dependencies: ["AASAFetchCLI"]),
 
         // MARK: - Matcher tools: throughput benchmark and seeded random fuzz driver

@@ -25,6 +25,8 @@ extension AASAFetchCommand {
         @OptionGroup var network: NetworkOptions
         @OptionGroup var routing: RouteOptions
         @OptionGroup var output: FormatOptions
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             if host == nil { try input.requireEntries(alternatives: "a HOST") }

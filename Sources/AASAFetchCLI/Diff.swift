@@ -55,6 +55,9 @@ public struct Diff: AsyncParsableCommand {
     @Option(name: .customLong("max-size"), help: ArgumentHelp("Largest file read, in bytes (default 131072 = 128 KiB).", valueName: "bytes"))
     public var maxSize: Int = LintOptions.defaultMaxSize
 
+    /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+    @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
     /// Creates the command with default values (ArgumentParser fills them).
     public init() {}
 

@@ -25,6 +25,8 @@ extension AASAFetchCommand {
         @Option(name: .customLong("define"), help: ArgumentHelp("A value for an Xcode variable of the compared file (repeatable).", valueName: "NAME=VALUE"))
         var definitions: [String] = []
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             for definition in definitions where !definition.contains("=") {

@@ -24,6 +24,8 @@ extension AASAFetchCommand {
         @OptionGroup var routing: RouteOptions
         @OptionGroup var storage: RunStoreOptions
         @OptionGroup var output: FormatOptions
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         /// Whether the run prints JSON (`--json`, `--format json`).
         var json: Bool { output.format == .json }

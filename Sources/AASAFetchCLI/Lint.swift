@@ -58,6 +58,9 @@ public struct Lint: AsyncParsableCommand {
     @Option(name: .customLong("max-size"), help: "Size limit in bytes (default 131072 = 128 KiB).")
     public var maxSize: Int = LintOptions.defaultMaxSize
 
+    /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+    @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
     /// Creates the command with default values (ArgumentParser fills them).
     public init() {}
 

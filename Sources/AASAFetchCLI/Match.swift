@@ -40,6 +40,8 @@ extension AASAFetchCommand {
         @OptionGroup var network: NetworkOptions
         @OptionGroup var storage: RunStoreOptions
         @Flag(help: "Print JSON lines.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             if cases != nil {

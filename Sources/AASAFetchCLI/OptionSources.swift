@@ -5,12 +5,15 @@ import Foundation
 ///
 /// Every long option of a command can also be given as an environment variable
 /// `AASA_FETCH_<NAME>`: the option's name upper-cased with `-` turned into `_`
-/// (`--cacert` → `AASA_FETCH_CACERT`, `--connect-to` → `AASA_FETCH_CONNECT_TO`). An option given on
-/// the command line wins over the environment. The values are turned into command-line arguments
-/// before ArgumentParser parses, so they are checked exactly like typed ones; the option names a
-/// command accepts are read from the parser itself (its tool description), not from a list kept here.
+/// (`--cacert` → `AASA_FETCH_CACERT`, `--connect-to` → `AASA_FETCH_CONNECT_TO`), and as a key of the
+/// config file (``ConfigFile``: `--config FILE`, `AASA_FETCH_CONFIG`, or `aasa-fetch.json`,
+/// `aasa-fetch.yaml` or `aasa-fetch.yml` in the working directory; `--no-config` reads none). An
+/// option given on the command line wins over the environment, which wins over the file. The
+/// values are turned into command-line arguments before ArgumentParser parses, so they are checked
+/// exactly like typed ones; the option names a command accepts are read from the parser itself (its
+/// tool description), not from a list kept here.
 ///
-/// Value syntax:
+/// Value syntax in the environment:
 /// - an option taking a value: the variable's whole value (`AASA_FETCH_USER_AGENT='Mozilla/5.0 (…)'`);
 /// - a repeatable option: several values separated by white space (spaces, tabs or new lines),
 ///   one option each (`AASA_FETCH_CONNECT_TO='a.test:443:127.0.0.1:8443 b.test:443:127.0.0.1:8444'`);
@@ -18,14 +21,22 @@ import Foundation
 ///   (any case);
 /// - an empty variable counts as unset.
 ///
+/// In the config file: `true`/`false` for a flag, a string or a number for an option, a list (or
+/// one value) for a repeatable option, `null` for unset; relative paths (options whose value is a
+/// `file`, `dir` or `path`) are relative to the file's folder. A key that names a command and holds
+/// an object is that command's section, which wins over the top level for it.
+///
 /// A value the option refuses (`AASA_FETCH_CONCURRENCY=lots`), or a flag value that is not one
-/// of the above, is a usage error (exit 64) whose message names the variable. A variable with the
-/// prefix that names no option of any command is reported on standard error as ignored (a typo
-/// would otherwise pass silently); variables that are not options (``nonOptionVariables``) are
+/// of the above, is a usage error (exit 64) whose message names the variable, or the file, line and
+/// key. A variable with the prefix that names no option of any command is reported on standard
+/// error as ignored (a typo would otherwise pass silently); a key of the file that names no option
+/// of any command is a usage error. Variables that are not options (``nonOptionVariables``) are
 /// left to the code that reads them.
 ///
-/// The precedence is kept in one place, ``merge(commandLine:layers:)``: the command line, then
-/// each layer in order (today only the environment; a configuration file would be a later layer).
+/// The precedence is kept in one place, ``merge(commandLine:layers:arguments:)``: the command line,
+/// then each layer in order (the environment, the file's section for the command, the file's top
+/// level); an option of an exclusive group that a source gives drops the group's others from every
+/// lower source.
 public enum OptionSources {
     /// The prefix of every option variable.
     public static let environmentPrefix = "AASA_FETCH_"
@@ -38,7 +49,7 @@ public enum OptionSources {
 
     /// The arguments to parse and the warnings to print.
     public struct Resolution: Equatable, Sendable {
-        /// The command line with the options of the environment added.
+        /// The command line with the options of the environment and the config file added.
         public var arguments: [String]
         /// Notes for standard error (ignored variables).
         public var warnings: [String]
@@ -48,27 +59,35 @@ public enum OptionSources {
     struct Setting: Equatable {
         /// The option it sets.
         var option: OptionSpec
-        /// Where it came from, for messages: the variable's name.
+        /// Where it came from, in a list of sources: the variable's name, or the key and the file.
         var source: String
         /// The value as written there.
         var rawValue: String
         /// The arguments it becomes (`--name=value`, or `--flag`; none for a flag set to false).
         var arguments: [String]
+        /// Where it came from and its value, for a message about it.
+        var label: String
+        /// Whether it came from the environment (else from the config file).
+        var fromEnvironment: Bool
     }
 
-    /// Adds the options of `environment` to `arguments` (the process's arguments without the
-    /// program name) for the command they select.
+    /// Adds the options of `environment` and of the config file to `arguments` (the process's
+    /// arguments without the program name) for the command they select.
     /// - Parameters:
     ///   - arguments: The command line.
     ///   - environment: The process environment.
+    ///   - currentDirectory: Where the default config file is looked for (`nil`: the working
+    ///     directory, and the file is then named by its relative path).
     ///   - root: The root command (its subcommands are searched for the one selected).
     /// - Returns: The arguments for ArgumentParser and notes for standard error.
-    /// - Throws: A `ValidationError` naming the variable (exit 64) when a variable's value is refused.
+    /// - Throws: A `ValidationError` naming the variable or the file's key (exit 64) when a value is
+    ///   refused; a ``CommandFailure`` when the config file cannot be read (`config-unreadable`,
+    ///   `config-too-large`) or parsed (`config-invalid`).
     public static func resolve(
-        _ arguments: [String], environment: [String: String], root: any ParsableCommand.Type = AASAFetchCommand.self
+        _ arguments: [String], environment: [String: String], currentDirectory: String? = nil,
+        root: any ParsableCommand.Type = AASAFetchCommand.self
     ) throws -> Resolution {
         let variables = environment.filter { $0.key.hasPrefix(environmentPrefix) && !nonOptionVariables.contains($0.key) }
-        guard !variables.isEmpty else { return Resolution(arguments: arguments, warnings: []) }
         // Help, version and completion requests print the parser's own text: nothing to add.
         let beforeTerminator = arguments.prefix { $0 != "--" }
         if beforeTerminator.contains(where: { ["-h", "--help", "--version", "--experimental-dump-help"].contains($0) || $0.hasPrefix("--generate-completion-script") })
@@ -76,53 +95,79 @@ public enum OptionSources {
         {
             return Resolution(arguments: arguments, warnings: [])
         }
+        // Nothing to read: no variable, no --config, no default file (the common case costs no
+        // description of the command).
+        let mentionsConfig = beforeTerminator.contains { $0 == "--config" || $0.hasPrefix("--config=") }
+        let directory = currentDirectory ?? FileManager.default.currentDirectoryPath
+        if variables.isEmpty, !mentionsConfig, !ConfigFile.defaultNames.contains(where: { ConfigFile.exists(in: directory, name: $0) }) {
+            return Resolution(arguments: arguments, warnings: [])
+        }
         let (command, consumed) = selectedCommand(arguments, root: root)
         let described = OptionSpec.arguments(of: command)
         let options = OptionSpec.options(from: described)
         var warnings: [String] = []
-        let layer = try environmentLayer(variables, options: options)
+        let environmentSettings = try environmentLayer(variables, options: options)
         let known = Set(options.map(\.variable))
         let unknown = variables.keys.filter { !known.contains($0) && !(variables[$0] ?? "").isEmpty }.sorted()
         if !unknown.isEmpty {
-            let everyOption = Set(allCommands(root).flatMap { OptionSpec.options(of: $0).map(\.variable) })
+            let everyOption = Set(OptionSpec.optionsOfEveryCommand(root).values.joined().map(\.variable))
             for name in unknown where !everyOption.contains(name) {
                 warnings.append("aasa-fetch: warning: \(name) is not an option of any command (ignored)")
             }
         }
         let userArguments = Array(arguments.dropFirst(consumed))
-        let injected = merge(commandLine: userArguments, layers: [layer], arguments: described)
+        var layers = [environmentSettings]
+        if options.contains(where: { $0.key == "config" }),
+            let path = try configPath(commandLine: userArguments, environment: environmentSettings, arguments: described, currentDirectory: currentDirectory)
+        {
+            let file = try ConfigFile.load(path: path)
+            layers += try fileLayers(file, command: command, options: options, root: root)
+        }
+        let injected = merge(commandLine: userArguments, layers: layers, arguments: described)
         guard !injected.isEmpty else { return Resolution(arguments: arguments, warnings: warnings) }
         let prefix = Array(arguments.prefix(consumed))
-        let combined = prefix + injected.flatMap(\.arguments) + userArguments
+        // After the command line's own options (before a `--`), so that a mistake typed there
+        // is the parser's first complaint.
+        let terminator = userArguments.firstIndex(of: "--") ?? userArguments.endIndex
+        let combined = prefix + userArguments[..<terminator] + injected.flatMap(\.arguments) + userArguments[terminator...]
         try check(combined, settings: injected, commandLine: arguments, prefix: prefix, userArguments: userArguments, root: root)
         return Resolution(arguments: combined, warnings: warnings)
     }
 
     /// The settings that apply: for each option, the first source that sets it — the command line,
-    /// then `layers` in order. This is the only place where the precedence is decided.
+    /// then `layers` in order (the environment, the config file's section for the command, the
+    /// config file's top level). This is the only place where the precedence is decided.
     static func merge(commandLine: [String], layers: [[Setting]], arguments: [ArgumentDescription]) -> [Setting] {
         var given = OptionSpec.givenOptions(in: commandLine, of: arguments)
-        // An option of an exclusive group given on the command line also stands for the others:
-        // `--no-store` typed by hand wins over `AASA_FETCH_CACHE` instead of clashing with it.
-        for group in exclusiveGroups where !given.isDisjoint(with: group) {
-            given.formUnion(group)
+        // An option of an exclusive group given by a source also stands for the others in every
+        // lower source: `--no-store` typed by hand wins over `AASA_FETCH_CACHE` instead of clashing
+        // with it, and `AASA_FETCH_CACHE` wins over the config file's `no-store`.
+        func closeOverGroups() {
+            for group in exclusiveGroups where !given.isDisjoint(with: group) {
+                given.formUnion(group)
+            }
         }
+        closeOverGroups()
         var chosen: [Setting] = []
         for layer in layers {
-            for setting in layer where !given.contains(setting.option.key) {
-                given.insert(setting.option.key)
+            var taken: Set<String> = []
+            for setting in layer where !given.contains(setting.option.key) && !taken.contains(setting.option.key) {
+                taken.insert(setting.option.key)
                 chosen.append(setting)
             }
+            given.formUnion(taken)
+            closeOverGroups()
         }
         return chosen
     }
 
-    /// Options that cannot be given together: whichever the command line gives, a lower layer's
-    /// settings of the others are dropped.
+    /// Options that cannot be given together: whichever a source gives, a lower source's settings
+    /// of the others are dropped.
     static let exclusiveGroups: [Set<String>] = [
         ["no-store", "cache", "store"],
         ["entitlements", "app"],
         ["json", "format"],
+        ["config", "no-config"],
     ]
 
     // MARK: - The environment layer
@@ -133,15 +178,188 @@ public enum OptionSources {
         var settings: [Setting] = []
         for option in options {
             guard let value = variables[option.variable], !value.isEmpty else { continue }
-            settings.append(Setting(option: option, source: option.variable, rawValue: value, arguments: try option.arguments(for: value)))
+            settings.append(
+                Setting(
+                    option: option, source: option.variable, rawValue: value, arguments: try option.arguments(for: value),
+                    label: "environment variable \(option.variable)=\(quoted(value))", fromEnvironment: true))
         }
         return settings
     }
 
+    // MARK: - The config file layers
+
+    /// The options that choose the config file, which a config file cannot set.
+    static let configOptions: Set<String> = ["config", "no-config"]
+
+    /// The config file to read: `--config` on the command line, else `AASA_FETCH_CONFIG`, else the
+    /// default file of the working directory when there is one; none with `--no-config` (or
+    /// `AASA_FETCH_NO_CONFIG=1` when the command line gives no `--config`).
+    static func configPath(
+        commandLine: [String], environment: [Setting], arguments: [ArgumentDescription], currentDirectory: String?
+    ) throws -> String? {
+        let given = OptionSpec.givenValues(in: commandLine, of: arguments)
+        // Both on the command line: no file; the parser reports the clash.
+        if given.contains(where: { $0.key == "no-config" }) { return nil }
+        if let path = given.last(where: { $0.key == "config" })?.value { return path }
+        if environment.contains(where: { $0.option.key == "no-config" && !$0.arguments.isEmpty }) { return nil }
+        if let setting = environment.first(where: { $0.option.key == "config" }) { return setting.rawValue }
+        return try ConfigFile.defaultPath(in: currentDirectory ?? FileManager.default.currentDirectoryPath, relative: currentDirectory == nil)
+    }
+
+    /// The settings of `file` for `command`: the settings of its section (`"refresh": {…}`), then
+    /// those of the top level, two layers so that the section wins (exclusive groups included).
+    ///
+    /// Every key is checked, whichever command runs: a top-level key must be an option of some
+    /// command (it is ignored by the commands that do not have it) or a command's section, a key in
+    /// a section an option of that command, and every value of the type its option takes.
+    /// - Throws: A `ValidationError` (exit 64) naming the file, the line and the key.
+    static func fileLayers(
+        _ file: ConfigFile, command: any ParsableCommand.Type, options: [OptionSpec], root: any ParsableCommand.Type
+    ) throws -> [[Setting]] {
+        let commands = allCommands(root).dropFirst()
+        let running = ObjectIdentifier(command)
+        // Every command's options (by command, and by key), described once and only when a key
+        // needs them.
+        var described: (byCommand: [String: [OptionSpec]], byKey: [String: [OptionSpec]])?
+        func optionsOfEveryCommand() -> (byCommand: [String: [OptionSpec]], byKey: [String: [OptionSpec]]) {
+            if let described { return described }
+            let byCommand = OptionSpec.optionsOfEveryCommand(root)
+            var byKey: [String: [OptionSpec]] = [:]
+            for option in byCommand.values.joined() { byKey[option.key, default: []].append(option) }
+            described = (byCommand, byKey)
+            return (byCommand, byKey)
+        }
+        func unknown(_ member: ConfigMember, section: String?, candidates: [String]) -> ValidationError {
+            let suggestion = closest(to: member.key, in: candidates).map { " (did you mean \"\($0)\"?)" } ?? ""
+            let place = section.map { "is not an option of \($0)" } ?? "is not an option of any command"
+            return ValidationError("config file \(file.path), line \(member.line): \"\(member.key)\" \(place)\(suggestion)")
+        }
+        var sectionLayer: [Setting] = []
+        var topLayer: [Setting] = []
+        for member in file.members {
+            if configOptions.contains(member.key) {
+                throw ValidationError(
+                    "config file \(file.path), line \(member.line): \"\(member.key)\" cannot be set in a config file (use --\(member.key) or AASA_FETCH_\(member.key.uppercased().replacingOccurrences(of: "-", with: "_")))")
+            }
+            if case .table(let items) = member.value.kind, let section = commands.first(where: { $0._commandName == member.key }) {
+                let isRunning = ObjectIdentifier(section) == running
+                let sectionOptions = (isRunning ? options : optionsOfEveryCommand().byCommand[member.key] ?? []).filter { !configOptions.contains($0.key) }
+                for item in items {
+                    guard let option = sectionOptions.first(where: { $0.key == item.key }) else {
+                        if configOptions.contains(item.key) {
+                            throw ValidationError("config file \(file.path), line \(item.line): \"\(item.key)\" cannot be set in a config file")
+                        }
+                        throw unknown(item, section: member.key, candidates: sectionOptions.map(\.key))
+                    }
+                    let setting = try fileSetting(option, item, file: file, section: member.key)
+                    if isRunning, let setting { sectionLayer.append(setting) }
+                }
+                continue
+            }
+            if let option = options.first(where: { $0.key == member.key }) {
+                if let setting = try fileSetting(option, member, file: file, section: nil) { topLayer.append(setting) }
+                continue
+            }
+            let byKey = optionsOfEveryCommand().byKey
+            guard let others = byKey[member.key] else {
+                throw unknown(member, section: nil, candidates: Array(byKey.keys) + commands.map { $0._commandName })
+            }
+            // An option of other commands only: ignored here, but its value must be one that one
+            // of them takes, so that the file is valid or not whichever command reads it.
+            var firstError: (any Error)?
+            for option in others {
+                do {
+                    _ = try fileSetting(option, member, file: file, section: nil)
+                    firstError = nil
+                    break
+                } catch {
+                    firstError = firstError ?? error
+                }
+            }
+            if let firstError { throw firstError }
+        }
+        return [sectionLayer, topLayer]
+    }
+
+    /// The setting of one key of a config file; `nil` for `null` or an empty list (not set).
+    /// - Throws: A `ValidationError` naming the file, line and key when the value's type is not
+    ///   one the option takes.
+    static func fileSetting(_ option: OptionSpec, _ member: ConfigMember, file: ConfigFile, section: String?) throws -> Setting? {
+        let value = member.value
+        let key = section.map { "\($0).\(member.key)" } ?? member.key
+        let place = "config file \(file.path), line \(member.line)"
+        func wrongType(_ expected: String) -> ValidationError {
+            ValidationError("\(place): \"\(key)\" \(expected), not \(value.typeName)")
+        }
+        var arguments: [String]
+        let rawValue: String
+        switch (option.kind, value.kind) {
+        case (_, .null):
+            return nil
+        case (.flag, .bool(let on)):
+            arguments = on ? ["--\(option.name)"] : option.inversion.map { ["--\($0)"] } ?? []
+            rawValue = on ? "true" : "false"
+        case (.flag, _):
+            throw wrongType("is a flag: give true or false")
+        case (.option, .string), (.option, .number), (.option, .list):
+            var items: [ConfigValue] = [value]
+            if case .list(let elements) = value.kind {
+                guard option.isRepeating else { throw wrongType("takes one value (a string or a number)") }
+                items = elements
+            }
+            var texts: [String] = []
+            for (index, item) in items.enumerated() {
+                switch item.kind {
+                case .string(let text), .number(let text):
+                    texts.append(option.isPath ? file.resolve(text) : text)
+                default:
+                    let which = items.count == 1 && value == item ? "" : " (item \(index + 1))"
+                    throw ValidationError("\(place): \"\(key)\"\(which) takes strings or numbers, not \(item.typeName)")
+                }
+            }
+            guard !texts.isEmpty else { return nil }
+            // `--name=value` keeps a value that starts with `-` a value; an empty one is given
+            // apart (`--retry-delays ''`), as ArgumentParser reads `--name=` as no value.
+            arguments = texts.flatMap { $0.isEmpty ? ["--\(option.name)", ""] : ["--\(option.name)=\($0)"] }
+            rawValue = texts.count == 1 && !option.isRepeating ? texts[0] : "[" + texts.joined(separator: ", ") + "]"
+        case (.option, _):
+            throw wrongType(option.isRepeating ? "takes a string or a list of strings" : "takes one value (a string or a number)")
+        }
+        return Setting(
+            option: option, source: "\"\(key)\" in \(file.path)", rawValue: rawValue, arguments: arguments,
+            label: "\(place): \"\(key)\" (\(rawValue))", fromEnvironment: false)
+    }
+
+    /// The candidate nearest to `name` when it is a likely typo (at most 2 edits away).
+    static func closest(to name: String, in candidates: [String]) -> String? {
+        func distance(_ a: [Character], _ b: [Character]) -> Int {
+            var row = Array(0...b.count)
+            for (i, x) in a.enumerated() {
+                var previous = row[0]
+                row[0] = i + 1
+                for (j, y) in b.enumerated() {
+                    let current = row[j + 1]
+                    row[j + 1] = min(row[j + 1] + 1, row[j] + 1, previous + (x == y ? 0 : 1))
+                    previous = current
+                }
+            }
+            return row[b.count]
+        }
+        let target = Array(name)
+        let scored = Set(candidates).map { ($0, distance(target, Array($0))) }.filter { $0.1 <= 2 }
+        return scored.min { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }?.0
+    }
+
     // MARK: - Checking the values
 
-    /// Parses the combined arguments; when they fail and the command line alone does not, finds
-    /// the variable at fault and throws a usage error that names it.
+    /// Parses the combined arguments; when they fail, finds the setting at fault and throws a
+    /// usage error that names its variable or its key in the config file.
+    ///
+    /// When the command line alone parses, the first setting that fails with it alone is at fault
+    /// (or, when each is fine alone, all of them together). When the command line alone fails too
+    /// (it may lack an input that a lower source gives), a setting is at fault when it fails with
+    /// the command line for another reason than the command line's own; the command line's own
+    /// error is left to the parser: it is what the user typed.
     private static func check(
         _ combined: [String], settings: [Setting], commandLine: [String], prefix: [String], userArguments: [String],
         root: any ParsableCommand.Type
@@ -153,18 +371,31 @@ public enum OptionSources {
         } catch {
             failure = error
         }
-        // The command line's own error comes first: it is what the user typed.
-        guard (try? root.parseAsRoot(commandLine)) != nil else { return }
+        var ownFailure: String?
+        do {
+            _ = try root.parseAsRoot(commandLine)
+        } catch {
+            ownFailure = root.message(for: error)
+        }
+        // The setting's arguments go after the command line's own (before a `--`), so that a
+        // mistake typed there is still the parser's first complaint.
+        let terminator = userArguments.firstIndex(of: "--") ?? userArguments.endIndex
         for setting in settings {
+            let alone = prefix + userArguments[..<terminator] + setting.arguments + userArguments[terminator...]
             do {
-                _ = try root.parseAsRoot(prefix + setting.arguments + userArguments)
+                _ = try root.parseAsRoot(alone)
             } catch {
-                throw ValidationError(
-                    "environment variable \(setting.source)=\(quoted(setting.rawValue)): \(root.message(for: error))")
+                let message = root.message(for: error)
+                if message != ownFailure {
+                    throw ValidationError("\(setting.label): \(message)")
+                }
             }
         }
+        guard ownFailure == nil else { return }
         let names = settings.map(\.source).joined(separator: ", ")
-        throw ValidationError("the options from the environment (\(names)) do not go together: \(root.message(for: failure))")
+        let origins = Set(settings.map(\.fromEnvironment))
+        let sources = origins.count == 2 ? "the environment and the config file" : (origins.contains(true) ? "the environment" : "the config file")
+        throw ValidationError("the options from \(sources) (\(names)) do not go together: \(root.message(for: failure))")
     }
 
     static func quoted(_ value: String) -> String {
@@ -221,6 +452,15 @@ struct OptionSpec: Equatable {
     var inversion: String?
     /// Every spelling on the command line (`--cacert`, `-q`).
     var spellings: [String]
+    /// The name of its value in `--help` (`file`, `dir`, `n`), if it takes one.
+    var valueName: String? = nil
+
+    /// Whether its value is a file or a folder (its value is named `file`, `dir` or `path`): a
+    /// relative one in a config file is relative to the file's folder.
+    var isPath: Bool {
+        guard kind == .option, let valueName else { return false }
+        return ["file", "dir", "path", "folder", "directory"].contains(valueName.lowercased())
+    }
 
     /// Identifies the option across its spellings.
     var key: String { name }
@@ -268,8 +508,22 @@ struct OptionSpec: Equatable {
                 kind: argument.kind == "flag" ? .flag : .option,
                 isRepeating: argument.isRepeating,
                 inversion: inversion,
-                spellings: argument.spellings)
+                spellings: argument.spellings,
+                valueName: argument.valueName)
         }
+    }
+
+    /// The options of every command below `root` (and of `root`), by command name, from one
+    /// description of the whole tool (describing each command apart costs as much each time).
+    static func optionsOfEveryCommand(_ root: any ParsableCommand.Type) -> [String: [OptionSpec]] {
+        guard let info = try? JSONDecoder().decode(ToolDescription.self, from: Data(root._dumpHelp().utf8)) else { return [:] }
+        var all: [String: [OptionSpec]] = [:]
+        func visit(_ command: ToolDescription.Command) {
+            all[command.commandName ?? "", default: []] += options(from: command.arguments ?? [])
+            for subcommand in command.subcommands ?? [] { visit(subcommand) }
+        }
+        visit(info.command)
+        return all
     }
 
     /// The command's arguments as ArgumentParser describes them (hidden ones included).
@@ -282,11 +536,16 @@ struct OptionSpec: Equatable {
     /// The keys of the options that `commandLine` (the arguments after the command's name) gives,
     /// skipping option values and stopping at `--`.
     static func givenOptions(in commandLine: [String], of arguments: [ArgumentDescription]) -> Set<String> {
+        Set(givenValues(in: commandLine, of: arguments).map(\.key))
+    }
+
+    /// The options that `commandLine` gives, in order, with their values (`nil` for a flag).
+    static func givenValues(in commandLine: [String], of arguments: [ArgumentDescription]) -> [(key: String, value: String?)] {
         var bySpelling: [String: ArgumentDescription] = [:]
         for argument in arguments {
             for spelling in argument.spellings { bySpelling[spelling] = argument }
         }
-        var given: Set<String> = []
+        var given: [(key: String, value: String?)] = []
         var index = 0
         while index < commandLine.count {
             let token = commandLine[index]
@@ -296,14 +555,26 @@ struct OptionSpec: Equatable {
             if token.hasPrefix("--") {
                 let spelling = String(token.prefix { $0 != "=" })
                 guard let argument = bySpelling[spelling] else { continue }
-                given.insert(argument.key)
-                if argument.kind == "option", !token.contains("=") { index += 1 }
+                if argument.kind == "option" {
+                    if let equals = token.firstIndex(of: "=") {
+                        given.append((argument.key, String(token[token.index(after: equals)...])))
+                    } else {
+                        given.append((argument.key, index < commandLine.count ? commandLine[index] : nil))
+                        index += 1
+                    }
+                } else {
+                    given.append((argument.key, nil))
+                }
             } else {
                 // Short names, possibly combined (`-qj`); the last may take the next token.
                 for character in token.dropFirst() {
                     guard let argument = bySpelling["-\(character)"] else { continue }
-                    given.insert(argument.key)
-                    if argument.kind == "option" { index += 1 }
+                    if argument.kind == "option" {
+                        given.append((argument.key, index < commandLine.count ? commandLine[index] : nil))
+                        index += 1
+                    } else {
+                        given.append((argument.key, nil))
+                    }
                 }
             }
         }
@@ -314,7 +585,9 @@ struct OptionSpec: Equatable {
 /// The parts of ArgumentParser's tool description (`_dumpHelp()`, format version 0) used here.
 struct ToolDescription: Decodable {
     struct Command: Decodable {
+        var commandName: String?
         var arguments: [ArgumentDescription]?
+        var subcommands: [Command]?
     }
 
     var command: Command
@@ -333,6 +606,8 @@ struct ArgumentDescription: Decodable {
     var shouldDisplay: Bool
     var isRepeating: Bool
     var names: [Name]?
+    /// The name of the value (`file`, `n`).
+    var valueName: String?
 
     /// Every spelling on the command line.
     var spellings: [String] {

@@ -15,6 +15,8 @@ extension AASAFetchCommand {
 
         @OptionGroup var input: InputOptions
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             try input.requireEntries()

@@ -49,6 +49,8 @@ extension AASAFetchCommand {
         var metrics: String?
         @Flag(help: "Print JSON.") var json = false
         @Flag(name: .shortAndLong, help: "No progress or notes on standard error.") var quiet = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             if let interval, IntervalParser.seconds(interval) == nil { throw ValidationError("--interval takes a duration such as 30s, 15m or 2h (at most 366 days)") }

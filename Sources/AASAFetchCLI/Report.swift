@@ -26,6 +26,8 @@ extension AASAFetchCommand {
         var html: String
         @Option(help: ArgumentHelp("History events shown per host (the latest).", valueName: "n")) var historyLimit = 20
         @Option(help: .hidden) var now: String?
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
             if html.isEmpty { throw ValidationError("--html takes a file name (or - for standard output)") }

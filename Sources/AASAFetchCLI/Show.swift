@@ -106,6 +106,8 @@ extension AASAFetchCommand {
         @Option(help: ArgumentHelp("With a host: how many history events (latest).", valueName: "n")) var historyLimit = 50
         @Option(help: .hidden) var now: String?
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func run() async throws {
             let console = Console.standard
@@ -259,6 +261,8 @@ extension AASAFetchCommand {
         @Argument(help: "The host to forget.") var host: String
         @OptionGroup var store: StoreOptions
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         private struct Output: Encodable {
             var schemaVersion = JSONSchemaVersion.current
@@ -304,6 +308,8 @@ extension AASAFetchCommand {
         @Option(help: ArgumentHelp("The folder to write to (default: export inside the cache folder).", valueName: "dir"), completion: .directory)
         var out: String?
         @Flag(help: "Print JSON.") var json = false
+        /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
+        @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         private struct File: Encodable {
             var host: String

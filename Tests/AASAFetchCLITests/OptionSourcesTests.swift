@@ -130,6 +130,30 @@ import Testing
         #expect(throws: (any Error).self) { try AASAFetchCommand.parseAsRoot(resolution.arguments) }
     }
 
+    /// The command line may lack an input that the environment gives: a refused value of another
+    /// variable is still blamed on its variable (it was the parser's bare message).
+    @Test func aRefusedValueIsNamedWhenTheEnvironmentGivesTheInput() throws {
+        let error = try #require(usageError(["--no-store"], ["AASA_FETCH_DOMAIN": "applinks:a.test", "AASA_FETCH_CONCURRENCY": "lots"]))
+        #expect(error.code == 64)
+        #expect(error.message.contains("environment variable AASA_FETCH_CONCURRENCY='lots'"), "\(error.message)")
+        #expect(try resolve(["--no-store"], ["AASA_FETCH_DOMAIN": "applinks:a.test", "AASA_FETCH_CONCURRENCY": "4"]).arguments.contains("--concurrency=4"))
+    }
+
+    /// With a mistake on the command line and another in the environment, the parser speaks of the
+    /// one typed: the environment's options come after the command line's.
+    @Test func theCommandLinesMistakeIsTheOneReported() throws {
+        let resolution = try resolve(["--concurrency", "x", "--domain", "applinks:a.test"], ["AASA_FETCH_MAX_TIME": "nope"])
+        let message = try #require({ () -> String? in
+            do {
+                _ = try AASAFetchCommand.parseAsRoot(resolution.arguments)
+                return nil
+            } catch {
+                return AASAFetchCommand.message(for: error)
+            }
+        }())
+        #expect(message.contains("'x'") && message.contains("--concurrency"), "\(message)")
+    }
+
     @Test func variablesOfOtherCommandsAreIgnoredAndUnknownOnesReported() throws {
         let lint = try resolve(["lint", "a.json"], ["AASA_FETCH_CACERT": "ca.pem", "AASA_FETCH_SPOOL": "off", "AASA_FETCH_CACRET": "typo.pem", "AASA_FETCH_EMPTY": ""])
         #expect(lint.arguments == ["lint", "a.json"])

@@ -186,9 +186,9 @@ _aasa-fetch() {
 
 _aasa-fetch_fetch() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --no-store --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store --format)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store --format --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -263,14 +263,18 @@ _aasa-fetch_fetch() {
         __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_plan() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --json --version -h --help)
+    non_repeating_flags=(--quiet -q --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define)
-    non_repeating_options=(--entitlements --app --domains --region)
+    non_repeating_options=(--entitlements --app --domains --region --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -299,14 +303,18 @@ _aasa-fetch_plan() {
     '--region')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_match() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --no-store --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cache --store)
+    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cache --store --config)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
@@ -385,14 +393,18 @@ _aasa-fetch_match() {
     '--store')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_diagnose() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --json --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --format)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --format --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -460,14 +472,18 @@ _aasa-fetch_diagnose() {
         __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_refresh() {
     repeating_flags=()
-    non_repeating_flags=(--allow-private --watch --worker --all --json --quiet -q --version -h --help)
+    non_repeating_flags=(--allow-private --watch --worker --all --json --quiet -q --no-config --version -h --help)
     repeating_options=(--resolve --connect-to --host)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -531,14 +547,18 @@ _aasa-fetch_refresh() {
     '--metrics')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_show() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --history-limit)
+    non_repeating_options=(--cache --store --history-limit --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -553,14 +573,18 @@ _aasa-fetch_show() {
     '--history-limit')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_forget() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store)
+    non_repeating_options=(--cache --store --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -572,14 +596,18 @@ _aasa-fetch_forget() {
     '--store')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_export() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --out)
+    non_repeating_options=(--cache --store --out --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -595,14 +623,18 @@ _aasa-fetch_export() {
         __aasa-fetch_add_completions -d
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_report() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --html --history-limit)
+    non_repeating_options=(--cache --store --html --history-limit --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -620,14 +652,18 @@ _aasa-fetch_report() {
     '--history-limit')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_lint() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--format --max-size)
+    non_repeating_options=(--format --max-size --config)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
@@ -637,6 +673,10 @@ _aasa-fetch_lint() {
         return
         ;;
     '--max-size')
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac
@@ -652,14 +692,18 @@ _aasa-fetch_lint() {
 
 _aasa-fetch_diff() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--max-size)
+    non_repeating_options=(--max-size --config)
     __aasa-fetch_offer_flags_options 2
 
     # Offer option value completions
     case "${prev}" in
     '--max-size')
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac
@@ -679,9 +723,9 @@ _aasa-fetch_diff() {
 
 _aasa-fetch_entitlements() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=(--define)
-    non_repeating_options=(--compare)
+    non_repeating_options=(--compare --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -691,6 +735,10 @@ _aasa-fetch_entitlements() {
         return
         ;;
     '--define')
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac
