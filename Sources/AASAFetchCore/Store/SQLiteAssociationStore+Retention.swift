@@ -144,8 +144,9 @@ extension SQLiteAssociationStore {
 
     /// Creates a store file with the schema of an earlier version: the migrations up to and
     /// including `version` (tests open it with the current code to check the upgrade).
-    static func createForTesting(path: String, through version: String) throws {
+    static func createForTesting(path: String, through version: String, then sql: String = "") throws {
         let queue = try DatabaseQueue(path: path)
         try migrator.migrate(queue, upTo: version)
+        if !sql.isEmpty { try queue.write { db in try db.execute(sql: sql) } }
     }
 }
