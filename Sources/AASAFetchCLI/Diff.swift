@@ -73,14 +73,13 @@ public struct Diff: AsyncParsableCommand {
     /// Creates the command with default values (ArgumentParser fills them).
     public init() {}
 
-    /// Rejects a non-positive size limit, and store options or bad `HOST@-N` without or with
-    /// `--stored` (exit 64).
+    /// Rejects a non-positive size limit, `--route` without `--stored`, and OLD or NEW that are
+    /// not `HOST[@-N]` with it (exit 64).
     public func validate() throws {
         guard maxSize > 0 else { throw ValidationError("--max-size must be a positive number of bytes.") }
+        // --cache and --store may come from the environment (AASA_FETCH_CACHE): only --route is refused.
         if !stored {
-            if route != nil || store.cacheDirectory != nil || store.storeURL != nil {
-                throw ValidationError("--route, --cache and --store name stored files: use them with --stored")
-            }
+            if route != nil { throw ValidationError("--route names stored files: use it with --stored") }
             return
         }
         for spec in [old, new] where StoredSpec(spec) == nil {
