@@ -44,7 +44,7 @@ extension AASAFetchCommand {
         var batchSize: Int?
         @Option(name: .customLong("host"), help: ArgumentHelp("Fetch this host now, whatever is due (repeatable; every route of it).", valueName: "host"))
         var hosts: [String] = []
-        @Flag(help: "Fetch every host of the store now, whatever is due.") var all = false
+        @Flag(help: "Fetch every host of the store that an entry needs now, whatever is due.") var all = false
         @Option(help: ArgumentHelp("After the pass, write Prometheus metrics (per host and route, and the pass's totals) to this file, atomically, for node_exporter's textfile collector.", valueName: "file"))
         var metrics: String?
         @Option(name: .customLong("prune-after"), help: ArgumentHelp("Remove a host that no entry needs any more (its app's entitlements were recorded again without it) this long after; 0 or never keeps it (default 30d).", valueName: "duration"))
