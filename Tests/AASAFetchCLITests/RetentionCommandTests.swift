@@ -134,4 +134,31 @@ struct RetentionCommandTests {
             #expect(result.status == 64, "\(usage): \(result.stderr)")
         }
     }
+
+    /// The same through a PostgreSQL store (`--store`): replace on record, prune after the grace
+    /// period, kept files and diff --stored.
+    @Test func aPostgreSQLStoreRetainsTheSameWay() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let sites = try await Sites.start(count: 2)
+        defer { sites.stop() }
+        let store = ["--store", server.url]
+        let all = sites.network + sites.domains + ["--app-id", Self.appID, "--quiet"] + store
+        #expect(try sites.run(all).status == 0)
+        let (kept, dropped) = (sites.hosts[0], sites.hosts[1])
+        let again = try sites.run(sites.network + ["--domain", "applinks:\(kept)", "--app-id", Self.appID] + store)
+        #expect(again.status == 0 && again.stderr.contains(dropped), "\(again.stderr)")
+        let show = try Self.hosts(try sites.run(["show", "--json"] + store))
+        #expect(show.map { $0["unneededSince"] is String } == [false, true], "\(show)")
+
+        try sites.serve(StoreIntegrationTests.narrowed, for: kept)
+        let due = try sites.run(["refresh", "--now", Self.later(days: 2), "--json"] + sites.network + store)
+        #expect(try Self.hosts(due).map { $0["host"] as? String } == [kept], "\(due.stdout)")
+        let diff = try sites.run(["diff", "--stored", "\(kept)@-1", kept] + store)
+        #expect(diff.status == 1 && diff.stdout.contains("/shop/*"), "\(diff.stdout)\(diff.stderr)")
+
+        let past = try sites.run(["refresh", "--now", Self.later(days: 40), "--json"] + sites.network + store)
+        #expect((try past.json()["pruned"] as? [String: Any])?["hosts"] as? [String] == [dropped], "\(past.stdout)")
+        #expect(try Self.hosts(try sites.run(["show", "--json"] + store)).map { $0["host"] as? String } == [kept])
+    }
 }
