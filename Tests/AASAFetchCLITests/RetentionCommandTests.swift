@@ -39,8 +39,11 @@ struct RetentionCommandTests {
 
         // Not refreshed when due, nor by --all; a record of another app ID leaves this app's set alone.
         let before = sites.requestCounts()[dropped] ?? 0
-        let due = try sites.run(["refresh", "--now", Self.later(days: 2), "--json"] + sites.network)
+        let metrics = sites.cache.appendingPathComponent("aasa.prom").path
+        let due = try sites.run(["refresh", "--now", Self.later(days: 2), "--json", "--metrics", metrics] + sites.network)
         #expect(due.status == 0, "stderr: \(due.stderr)")
+        let exposition = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(exposition.contains(sites.hosts[0]) && !exposition.contains(dropped), "no series for an unneeded host")
         #expect(try Self.hosts(due).map { $0["host"] as? String } == Array(sites.hosts[0..<2]))
         let all = try sites.run(["refresh", "--all", "--now", Self.later(days: 3), "--json"] + sites.network)
         #expect(try Self.hosts(all).compactMap { $0["host"] as? String }.contains(dropped) == false)
