@@ -311,13 +311,13 @@ extension AASAFetchCommand {
         }
     }
 
-    /// `aasa-fetch forget HOST`: removes a host (every route), its entries and its history.
+    /// `aasa-fetch forget HOST`: removes a host (every route), its entries, its history and its kept approved files.
     ///
     /// Exit status: 0 removed, 1 the host was not in the store, 2 the store is missing or unusable.
     /// JSON: `{"schemaVersion","host","removed"}` (`removed`: how many host records, one per route).
     struct Forget: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove a host, its entries and its history from the store.",
+            abstract: "Remove a host, its entries, history and kept approved files from the store.",
             discussion: HelpText.discussion(examples: CommandHelp.forget, exitCodes: CommandHelp.forgetExitCodes))
 
         @Argument(help: "The host to forget.") var host: String

@@ -109,7 +109,7 @@ complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positiona
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'diagnose' -d 'Say why a domain does (not) associate: walk the OS\'s steps (entry, DNS, TCP, TLS, HTTP, JSON, structure, app ID, CDN) and stop at the first failure.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'refresh' -d 'Fetch the due hosts of the store (for cron), record them and report changes.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'show' -d 'Show what the store knows: status, last approved file, next check, failures, history.'
-complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'forget' -d 'Remove a host, its entries and its history from the store.'
+complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'forget' -d 'Remove a host, its entries, history and kept approved files from the store.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'export' -d 'Write the last approved file of every host, one file per host and route.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'report' -d 'Write a status page of the store: one self-contained HTML file.'
 complete -c 'aasa-fetch' -n '__aasa-fetch_should_offer_completions_for_positional "aasa-fetch" -eq 1' -fa 'lint' -d 'Check apple-app-site-association files for syntax, structure and semantic problems.'
