@@ -52,8 +52,8 @@ extension AASAFetchCommand {
             if routing.route != .both {
                 // Stream results (judge, print, record) instead of keeping them all; `both` needs
                 // each host's two answers side by side, so it keeps them.
-                try await runStreaming(source: PlanSource(plan: routed), settled: loaded.settled, region: region, console: console) { store throws(CommandFailure) in
-                    try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: store, now: Date())
+                try await runStreaming(source: PlanSource(plan: routed), settled: loaded.settled, region: region, console: console) { store, now throws(CommandFailure) in
+                    try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: store, now: now)
                 }
                 return
             }
@@ -62,7 +62,10 @@ extension AASAFetchCommand {
             if !noStore {
                 do {
                     let opened = try await store.open(create: true)
-                    recording = (opened, try await StoreSession.register(plan: routed, appIDs: loaded.appIDs, in: opened, now: Date()))
+                    let registeredAt = Date()
+                    recording = (opened, try await StoreSession.register(plan: routed, appIDs: loaded.appIDs, in: opened, now: registeredAt))
+                    try await StoreSession.replaceSets(appIDs: loaded.appIDs, route: routing.route, registeredAt: registeredAt, in: opened,
+                                                       console: quiet ? nil : console)
                 } catch {
                     throw CommandFailure(code: error.code, message: "\(error.message) (--no-store runs without it)")
                 }
@@ -139,8 +142,8 @@ extension AASAFetchCommand {
             } catch {
                 throw CommandFailure(spool: error)
             }
-            try await runStreaming(source: source, settled: settled, region: region, console: console) { store throws(CommandFailure) in
-                try await StoreSession.registerInChunks(spool: spool, appIDs: settled.appIDs, in: store, now: Date())
+            try await runStreaming(source: source, settled: settled, region: region, console: console) { store, now throws(CommandFailure) in
+                try await StoreSession.registerInChunks(spool: spool, appIDs: settled.appIDs, in: store, now: now)
             }
         }
 
@@ -148,7 +151,7 @@ extension AASAFetchCommand {
         /// `register`, fetches, judges, prints and records each host, and sets the exit status.
         private func runStreaming(
             source: any RunSource, settled: InputOptions.Settled, region: String?, console: Console,
-            register: (any AssociationStore) async throws(CommandFailure) -> Void
+            register: (any AssociationStore, Date) async throws(CommandFailure) -> Void
         ) async throws {
             // The store: opened before any download, so an unusable one stops the run at once.
             var recordIn: (any AssociationStore)?
@@ -156,7 +159,11 @@ extension AASAFetchCommand {
                 do {
                     let opened = try await store.open(create: true)
                     // The streaming run loads each batch's stored states when it records it.
-                    try await register(opened)
+                    let registeredAt = Date()
+                    try await register(opened, registeredAt)
+                    // Every host registered: the run's set replaces the app's earlier one.
+                    try await StoreSession.replaceSets(appIDs: settled.appIDs, route: routing.route, registeredAt: registeredAt, in: opened,
+                                                       console: quiet ? nil : console)
                     recordIn = opened
                 } catch {
                     throw CommandFailure(code: error.code, message: "\(error.message) (--no-store runs without it)")

@@ -44,9 +44,13 @@ extension AASAFetchCommand {
         var batchSize: Int?
         @Option(name: .customLong("host"), help: ArgumentHelp("Fetch this host now, whatever is due (repeatable; every route of it).", valueName: "host"))
         var hosts: [String] = []
-        @Flag(help: "Fetch every host of the store now, whatever is due.") var all = false
+        @Flag(help: "Fetch every host of the store that an entry needs now, whatever is due.") var all = false
         @Option(help: ArgumentHelp("After the pass, write Prometheus metrics (per host and route, and the pass's totals) to this file, atomically, for node_exporter's textfile collector.", valueName: "file"))
         var metrics: String?
+        @Option(name: .customLong("prune-after"), help: ArgumentHelp("Remove a host that no entry needs any more (its app's entitlements were recorded again without it) this long after; 0 or never keeps it (default 30d).", valueName: "duration"))
+        var pruneAfter: String?
+        @Option(name: .customLong("keep-history"), help: ArgumentHelp("Remove history events older than this; 0 or never keeps them all (default 180d).", valueName: "duration"))
+        var keepHistory: String?
         @Flag(help: "Print JSON.") var json = false
         @Flag(name: .shortAndLong, help: "No progress or notes on standard error.") var quiet = false
         /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
@@ -67,6 +71,22 @@ extension AASAFetchCommand {
                 throw ValidationError("--cdn-base takes an https:// URL without query, e.g. \(CDNFetcher.defaultBase), not '\(cdnBase)'")
             }
             try validateOperations()
+            if let pruneAfter, RetentionInterval.parse(pruneAfter) == nil {
+                throw ValidationError("--prune-after takes a duration such as 30d or 12h (at most 366 days), or 0 or never to keep unneeded hosts")
+            }
+            if let keepHistory, RetentionInterval.parse(keepHistory) == nil {
+                throw ValidationError("--keep-history takes a duration such as 180d (at most 366 days), or 0 or never to keep all history")
+            }
+        }
+
+        /// What each pass prunes: the options, else the documented defaults.
+        var retention: RetentionPolicy {
+            func choice(_ text: String?, _ fallback: TimeInterval) -> TimeInterval? {
+                guard let text, let parsed = RetentionInterval.parse(text) else { return fallback }
+                return parsed
+            }
+            return RetentionPolicy(pruneAfter: choice(pruneAfter, StoreRetention.defaultPruneAfter),
+                                   keepHistory: choice(keepHistory, StoreRetention.defaultKeepHistory))
         }
 
         func run() async throws {
@@ -92,7 +112,8 @@ extension AASAFetchCommand {
                 store: database, fetcher: AASAFetcher(transport: client, options: options),
                 cdn: CDNFetcher(transport: cdnClient, options: options, base: cdnBase),
                 prioritizer: DomainPrioritizer(region: effectiveRegion), owner: owner ?? RefreshJob.makeOwner(),
-                batchSize: batch, leaseSeconds: lease.flatMap(IntervalParser.seconds) ?? Self.leaseSeconds(options: options, batch: batch)
+                batchSize: batch, leaseSeconds: lease.flatMap(IntervalParser.seconds) ?? Self.leaseSeconds(options: options, batch: batch),
+                retention: retention
             )
             if worker {
                 do {
@@ -165,6 +186,8 @@ extension AASAFetchCommand {
                         break
                     case .storeUnavailable(let error, let retry):
                         if !quiet { console.diagnostic(error.code, "\(error.message); retrying in \(Int(retry.rounded(.up))) s") }
+                    case .pruned(let pruned):
+                        if !quiet, !pruned.hosts.isEmpty { console.err(Self.prunedLine(pruned)) }
                     }
                 }
             } catch {
@@ -204,6 +227,7 @@ extension AASAFetchCommand {
                 if lines { try? console.jsonLine(report) } else { try? console.json(report) }
                 return
             }
+            if !report.pruned.hosts.isEmpty { console.out(prunedLine(report.pruned)) }
             let changed = report.hosts.filter { !$0.events.isEmpty }
             guard !changed.isEmpty else { return }
             let count = report.changes.count
@@ -214,6 +238,25 @@ extension AASAFetchCommand {
                 }
             }
         }
+    }
+}
+
+extension AASAFetchCommand.Refresh {
+    /// The line naming the hosts a pass removed after their grace period.
+    static func prunedLine(_ pruned: PruneReport) -> String {
+        let shown = pruned.hosts.prefix(20).map(\.description).joined(separator: ", ")
+        let more = pruned.hosts.count > 20 ? " and \(pruned.hosts.count - 20) more" : ""
+        return "aasa-fetch refresh: removed \(Plural.count(pruned.hosts.count, "host")) no entry needs any more (past --prune-after): \(shown)\(more)"
+    }
+}
+
+/// `--prune-after` and `--keep-history`: a duration (``IntervalParser``), or `0`/`never` to keep.
+enum RetentionInterval {
+    /// `.some(nil)` for keep (`0`, `never`), `.some(seconds)` for a duration, `nil` when invalid.
+    static func parse(_ text: String) -> TimeInterval?? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if trimmed == "never" || (Double(trimmed.filter { !"smhd".contains($0) }) == 0 && !trimmed.isEmpty) { return .some(nil) }
+        return IntervalParser.seconds(trimmed).map { .some($0) }
     }
 }
 

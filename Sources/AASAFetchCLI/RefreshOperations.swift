@@ -99,6 +99,7 @@ extension AASAFetchCommand.Refresh {
             try? console.json(report)
             return
         }
+        if !report.pruned.hosts.isEmpty { console.out(Self.prunedLine(report.pruned)) }
         let count = report.changes.count
         console.out("aasa-fetch refresh \(Timestamp.string(report.now)): \(report.hosts.count) host(s) fetched now, \(count) change\(count == 1 ? "" : "s")\(report.broken ? ", association broken" : "")")
         let width = min(40, (report.hosts.map(\.key.description.count).max() ?? 10) + 2)

@@ -16,6 +16,8 @@ struct HostRecord {
     var verdict: StoredVerdict
     var entries: [EntryRecord]?
     var history: [HistoryEvent]?
+    /// The kept approved files, latest first (`show HOST --versions`).
+    var versions: [StoredVersion]?
 }
 
 /// What `show --json` prints.
@@ -26,6 +28,17 @@ struct ShowReport: Encodable {
         struct Lease: Encodable {
             var owner: String
             var expires: Date
+        }
+
+        /// A kept approved file (`--versions`).
+        struct Version: Encodable {
+            var index: Int
+            var fetchedAt: Date
+            var approvedAt: Date
+            var bytes: Int
+            var sha256: String
+            var etag: String?
+            var lastModified: String?
         }
 
         var host: String
@@ -46,8 +59,10 @@ struct ShowReport: Encodable {
         var nextCheck: Date
         var due: Bool
         var lease: Lease?
+        var unneededSince: Date?
         var entries: [HostRecord.EntryRecord]?
         var history: [HistoryEvent]?
+        var versions: [Version]?
 
         init(_ record: HostRecord) {
             let state = record.state
@@ -69,8 +84,13 @@ struct ShowReport: Encodable {
             nextCheck = state.nextCheck
             due = state.nextCheck <= record.now
             lease = state.lease.flatMap { $0.expires > record.now ? Lease(owner: $0.owner, expires: $0.expires) : nil }
+            unneededSince = state.unneededSince
             entries = record.entries
             history = record.history
+            versions = record.versions?.map { version in
+                Version(index: version.index, fetchedAt: version.fetchedAt, approvedAt: version.approvedAt, bytes: version.size,
+                        sha256: version.digest, etag: version.etag, lastModified: version.lastModified)
+            }
         }
     }
 
@@ -92,9 +112,10 @@ extension AASAFetchCommand {
     /// JSON: `{"schemaVersion","store","now","hosts":[{"host","route","tier","code","associated",
     /// "associations":[{"entry","service","appID","associated","code","reason"}],"reason",
     /// "httpStatus","fetchedAt","approved","lastApprovedAt","approvedBytes","etag","lastModified",
-    /// "consecutiveFailures","nextCheck","due","lease","entries","history"}]}` (`entries` and
-    /// `history` are `null` without a host; `approved`: the last download gave an approved file;
-    /// times ISO 8601).
+    /// "consecutiveFailures","nextCheck","due","lease","unneededSince","entries","history","versions"}]}`
+    /// (`entries` and `history` are `null` without a host, `versions` without `--versions`;
+    /// `unneededSince`: since when no entry needs the host, `null` while one does; `approved`: the
+    /// last download gave an approved file; times ISO 8601).
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show what the store knows: status, last approved file, next check, failures, history.",
@@ -104,10 +125,16 @@ extension AASAFetchCommand {
         @Argument(help: "A host to show in detail (its entries and history).") var host: String?
         @OptionGroup var store: StoreOptions
         @Option(help: ArgumentHelp("With a host: how many history events (latest).", valueName: "n")) var historyLimit = 50
+        @Flag(help: "With a host: list its kept approved files (latest first: index 0, -1, …) for diff --stored HOST@-N.")
+        var versions = false
         @Option(help: .hidden) var now: String?
         @Flag(help: "Print JSON.") var json = false
         /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
         @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
+
+        func validate() throws {
+            if versions && host == nil { throw ValidationError("--versions lists the kept files of one host: show HOST --versions") }
+        }
 
         func run() async throws {
             let console = Console.standard
@@ -137,7 +164,9 @@ extension AASAFetchCommand {
                             if !need.appID.isEmpty { byEntry[need.entry]?.appIDs.append(need.appID) }
                         }
                         let history = try await database.history(of: key, limit: max(0, historyLimit))
-                        found.append(HostRecord(state: state, now: now, verdict: verdict, entries: order.compactMap { byEntry[$0] }, history: history))
+                        let kept = versions ? try await database.versions(of: key, bodies: false) : nil
+                        found.append(HostRecord(state: state, now: now, verdict: verdict, entries: order.compactMap { byEntry[$0] },
+                                                history: history, versions: kept))
                     }
                     records = found
                 } else {
@@ -187,7 +216,8 @@ extension AASAFetchCommand {
                 let rows = records.map { record -> [String] in
                     let state = record.state
                     let status = state.lastResult.map { "\(record.verdict.code ?? $0.code) \($0.httpStatus.map(String.init) ?? "---")" } ?? "not fetched"
-                    let next = Timestamp.string(state.nextCheck) + (state.nextCheck <= record.now ? "*" : "")
+                    let next = state.unneededSince.map { "unneeded since \(Timestamp.string($0))" }
+                        ?? Timestamp.string(state.nextCheck) + (state.nextCheck <= record.now ? "*" : "")
                     return [state.key.description, status, state.approvedAt.map(Timestamp.string) ?? "never", next, "\(state.consecutiveFailures)"]
                 }
                 let header = ["HOST", "STATUS", "LAST APPROVED", "NEXT CHECK", "FAILURES"]
@@ -206,6 +236,10 @@ extension AASAFetchCommand {
                     console.out("\(mark) " + line(row))
                 }
                 console.out("\(Plural.count(records.count, "host")); * due now")
+                return
+            }
+            if versions {
+                renderVersions(records, console: console)
                 return
             }
             for record in records {
@@ -231,7 +265,11 @@ extension AASAFetchCommand {
                 } else {
                     console.out("  last approved  none")
                 }
-                console.out("  next check     \(Timestamp.string(state.nextCheck))\(state.nextCheck <= record.now ? " (due)" : "")")
+                if let since = state.unneededSince {
+                    console.out("  unneeded since \(Timestamp.string(since)): no entry needs it any more; not refreshed, removed by refresh after --prune-after (default 30d)")
+                } else {
+                    console.out("  next check     \(Timestamp.string(state.nextCheck))\(state.nextCheck <= record.now ? " (due)" : "")")
+                }
                 console.out("  failures       \(state.consecutiveFailures) in a row")
                 if let lease = state.lease, lease.expires > record.now {
                     console.out("  leased by      \(lease.owner) until \(Timestamp.string(lease.expires))")
@@ -247,15 +285,41 @@ extension AASAFetchCommand {
                 }
             }
         }
+
+        /// `show HOST --versions`: per route, the kept approved files, latest first.
+        private func renderVersions(_ records: [HostRecord], console: Console) {
+            for record in records {
+                let key = record.state.key
+                let kept = record.versions ?? []
+                console.out("\(key.description)  \(Plural.count(kept.count, "approved file")) kept (at most \(StoreRetention.keptVersions), latest first)")
+                guard !kept.isEmpty else { continue }
+                let header = ["VERSION", "FETCHED", "LAST APPROVED", "BYTES", "SHA-256", "ETAG"]
+                let rows = kept.map { version -> [String] in
+                    [String(version.index), Timestamp.string(version.fetchedAt), Timestamp.string(version.approvedAt), String(version.size),
+                     String(version.digest.prefix(16)), version.etag ?? "-"]
+                }
+                let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+                for cells in [header] + rows {
+                    console.out("  " + zip(cells, widths).enumerated().map { column, cell in
+                        column == cells.count - 1 ? cell.0 : cell.0 + String(repeating: " ", count: cell.1 - cell.0.count + 2)
+                    }.joined())
+                }
+            }
+            // How to compare, for the first route with two files or more.
+            if let key = records.first(where: { ($0.versions?.count ?? 0) > 1 })?.state.key {
+                let route = key.route == .origin ? "" : " --route \(key.route.rawValue)"
+                console.out("compare with: aasa-fetch diff --stored \(key.host)@-1 \(key.host)\(route)")
+            }
+        }
     }
 
-    /// `aasa-fetch forget HOST`: removes a host (every route), its entries and its history.
+    /// `aasa-fetch forget HOST`: removes a host (every route), its entries, its history and its kept approved files.
     ///
     /// Exit status: 0 removed, 1 the host was not in the store, 2 the store is missing or unusable.
     /// JSON: `{"schemaVersion","host","removed"}` (`removed`: how many host records, one per route).
     struct Forget: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove a host, its entries and its history from the store.",
+            abstract: "Remove a host, its entries, history and kept approved files from the store.",
             discussion: HelpText.discussion(examples: CommandHelp.forget, exitCodes: CommandHelp.forgetExitCodes))
 
         @Argument(help: "The host to forget.") var host: String

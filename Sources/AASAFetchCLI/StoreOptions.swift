@@ -155,6 +155,31 @@ enum StoreSession {
         }
     }
 
+    /// After a fetch run registered every host at `registeredAt`: its needs become the whole set
+    /// of its app IDs (none: the set without an app ID) on its routes, so entries and hosts the
+    /// app no longer has stop being needed (``AssociationStore/retireNeeds(appIDs:routes:registeredBefore:now:)``).
+    /// Hosts that became unneeded are named in a note on standard error (`console`, unless quiet).
+    static func replaceSets(
+        appIDs: [String], route: RouteChoice, registeredAt: Date, in store: any AssociationStore, console: Console?
+    ) async throws(CommandFailure) {
+        let routes: [Route] = switch route {
+        case .origin: [.origin]
+        case .cdn: [.cdn]
+        case .both: [.origin, .cdn]
+        }
+        let retired: RetiredNeeds
+        do {
+            retired = try await store.retireNeeds(appIDs: appIDs.isEmpty ? [""] : appIDs, routes: routes,
+                                                  registeredBefore: registeredAt, now: registeredAt)
+        } catch {
+            throw CommandFailure(storeCall: error)
+        }
+        guard let console, !retired.unneededHosts.isEmpty else { return }
+        let shown = retired.unneededHosts.prefix(10).map(\.description).joined(separator: ", ")
+        let more = retired.unneededHosts.count > 10 ? " and \(retired.unneededHosts.count - 10) more" : ""
+        console.err("aasa-fetch: note: \(Plural.count(retired.unneededHosts.count, "host is", "hosts are")) no longer needed by the entitlements recorded: \(shown)\(more); not refreshed any more, removed by refresh after its grace period (--prune-after, default 30d)")
+    }
+
     /// Records downloads.
     static func record(_ results: [HostFetchResult], previous: [HostKey: HostState], in store: any AssociationStore, now: Date) async throws(CommandFailure) {
         do {

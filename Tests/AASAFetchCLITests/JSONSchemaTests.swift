@@ -141,6 +141,12 @@ struct JSONSchemaTests {
         let show = try tool.run("show", ["show", "approved.test", "--json"], cache: store, status: 0)
         let history = try #require((try show.json()["hosts"] as? [[String: Any]])?.first?["history"] as? [[String: Any]])
         #expect(history.map { $0["kind"] as? String } == ["approved", "changed"])
+        // The kept approved files (two: the file changed) and the stored diff between them.
+        let versions = try tool.run("show", ["show", "approved.test", "--versions", "--json"], cache: store, status: 0)
+        #expect((try versions.json()["hosts"] as? [[String: Any]])?.first?["versions"].flatMap { $0 as? [[String: Any]] }?.count == 2)
+        try tool.run("diff", ["diff", "--stored", "approved.test@-1", "approved.test", "--json"], cache: store, status: 1)
+        let unknown = try tool.run("error", ["diff", "--stored", "approved.test@-2", "approved.test", "--json"], cache: store, status: 2)
+        #expect((try unknown.json()["error"] as? [String: Any])?["code"] as? String == "version-unknown")
         try tool.run("export", ["export", "--json", "--out", scratch.appendingPathComponent("export").path], cache: store, status: 0)
         try tool.run("forget", ["forget", "approved.test", "--json"], cache: store, status: 0)
         try tool.run("forget", ["forget", "approved.test", "--json"], cache: store, status: 1)

@@ -186,9 +186,9 @@ _aasa-fetch() {
 
 _aasa-fetch_fetch() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --no-store --json --no-config --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store --format --config)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -259,22 +259,14 @@ _aasa-fetch_fetch() {
     '--store')
         return
         ;;
-    '--format')
-        __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
-        return
-        ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
-        return
-        ;;
     esac
 }
 
 _aasa-fetch_plan() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --json --no-config --version -h --help)
+    non_repeating_flags=(--quiet -q --json --version -h --help)
     repeating_options=(--domain --app-id --define)
-    non_repeating_options=(--entitlements --app --domains --region --config)
+    non_repeating_options=(--entitlements --app --domains --region)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -303,18 +295,14 @@ _aasa-fetch_plan() {
     '--region')
         return
         ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
-        return
-        ;;
     esac
 }
 
 _aasa-fetch_match() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --no-store --json --no-config --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cache --store --config)
+    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cache --store)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
@@ -393,18 +381,14 @@ _aasa-fetch_match() {
     '--store')
         return
         ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
-        return
-        ;;
     esac
 }
 
 _aasa-fetch_diagnose() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --json --no-config --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --json --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --format --config)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -468,22 +452,14 @@ _aasa-fetch_diagnose() {
     '--cdn-base')
         return
         ;;
-    '--format')
-        __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
-        return
-        ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
-        return
-        ;;
     esac
 }
 
 _aasa-fetch_refresh() {
     repeating_flags=()
-    non_repeating_flags=(--allow-private --watch --worker --all --json --quiet -q --no-config --version -h --help)
+    non_repeating_flags=(--allow-private --watch --worker --all --json --quiet -q --version -h --help)
     repeating_options=(--resolve --connect-to --host)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics --config)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics --prune-after --keep-history)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -547,8 +523,10 @@ _aasa-fetch_refresh() {
     '--metrics')
         return
         ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+    '--prune-after')
+        return
+        ;;
+    '--keep-history')
         return
         ;;
     esac
@@ -556,9 +534,9 @@ _aasa-fetch_refresh() {
 
 _aasa-fetch_show() {
     repeating_flags=()
-    non_repeating_flags=(--json --no-config --version -h --help)
+    non_repeating_flags=(--versions --json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --history-limit --config)
+    non_repeating_options=(--cache --store --history-limit)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -573,18 +551,14 @@ _aasa-fetch_show() {
     '--history-limit')
         return
         ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
-        return
-        ;;
     esac
 }
 
 _aasa-fetch_forget() {
     repeating_flags=()
-    non_repeating_flags=(--json --no-config --version -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --config)
+    non_repeating_options=(--cache --store)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -596,18 +570,14 @@ _aasa-fetch_forget() {
     '--store')
         return
         ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
-        return
-        ;;
     esac
 }
 
 _aasa-fetch_export() {
     repeating_flags=()
-    non_repeating_flags=(--json --no-config --version -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --out --config)
+    non_repeating_options=(--cache --store --out)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -623,18 +593,14 @@ _aasa-fetch_export() {
         __aasa-fetch_add_completions -d
         return
         ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
-        return
-        ;;
     esac
 }
 
 _aasa-fetch_report() {
     repeating_flags=()
-    non_repeating_flags=(--no-config --version -h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --html --history-limit --config)
+    non_repeating_options=(--cache --store --html --history-limit)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -652,31 +618,19 @@ _aasa-fetch_report() {
     '--history-limit')
         return
         ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
-        return
-        ;;
     esac
 }
 
 _aasa-fetch_lint() {
     repeating_flags=()
-    non_repeating_flags=(--json --no-config --version -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--format --max-size --config)
+    non_repeating_options=(--max-size)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
-    '--format')
-        __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
-        return
-        ;;
     '--max-size')
-        return
-        ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac
@@ -692,9 +646,9 @@ _aasa-fetch_lint() {
 
 _aasa-fetch_diff() {
     repeating_flags=()
-    non_repeating_flags=(--json --no-config --version -h --help)
+    non_repeating_flags=(--json --stored --version -h --help)
     repeating_options=()
-    non_repeating_options=(--max-size --config)
+    non_repeating_options=(--max-size --route --cache --store)
     __aasa-fetch_offer_flags_options 2
 
     # Offer option value completions
@@ -702,8 +656,15 @@ _aasa-fetch_diff() {
     '--max-size')
         return
         ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+    '--route')
+        __aasa-fetch_add_completions -W 'origin'$'\n''cdn'
+        return
+        ;;
+    '--cache')
+        __aasa-fetch_add_completions -d
+        return
+        ;;
+    '--store')
         return
         ;;
     esac
@@ -723,9 +684,9 @@ _aasa-fetch_diff() {
 
 _aasa-fetch_entitlements() {
     repeating_flags=()
-    non_repeating_flags=(--json --no-config --version -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=(--define)
-    non_repeating_options=(--compare --config)
+    non_repeating_options=(--compare)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -735,10 +696,6 @@ _aasa-fetch_entitlements() {
         return
         ;;
     '--define')
-        return
-        ;;
-    '--config')
-        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac

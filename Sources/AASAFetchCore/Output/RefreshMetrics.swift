@@ -92,10 +92,13 @@ public struct RefreshMetrics: Sendable {
         self.finishedAt = finishedAt
     }
 
-    /// Every host of a store, judged (``StoredVerdict/walk(_:chunk:historyLimit:_:)``).
+    /// Every host of a store that an entry needs, judged (``StoredVerdict/walk(_:chunk:historyLimit:_:)``);
+    /// unneeded hosts are no longer refreshed, so they have no series (no stale alerts).
     public static func hosts(of store: any AssociationStore) async throws -> [Host] {
         var hosts: [Host] = []
-        try await StoredVerdict.walk(store) { chunk in hosts += chunk.map { Host($0.verdict) } }
+        try await StoredVerdict.walk(store) { chunk in
+            hosts += chunk.filter { $0.verdict.state.unneededSince == nil }.map { Host($0.verdict) }
+        }
         return hosts
     }
 

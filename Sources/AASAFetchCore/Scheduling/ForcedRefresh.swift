@@ -40,6 +40,7 @@ extension RefreshJob {
             report.leaseLost += batch.leaseLost
         }
         report.stopped = stop.isStopped
+        if !report.stopped { report.pruned = try await retention.prune(store, now: now(), stop: stop) }
         report.nextDue = try await Task { try await store.nextDue() }.value
         return report
     }

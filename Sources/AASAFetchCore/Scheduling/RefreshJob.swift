@@ -87,6 +87,9 @@ public struct RefreshReport: Sendable, Encodable {
     /// Hosts not fetched because this process ran out of file descriptors: released unrecorded
     /// (counted in ``abandoned`` too), a failure of the run (not in the JSON document).
     public var descriptorShortages = 0
+    /// What the pass pruned after it (``RetentionPolicy``): hosts unneeded past their grace
+    /// period, and old history events.
+    public var pruned = PruneReport()
 
     /// Creates an empty report.
     public init(now: Date, owner: String) {
@@ -116,6 +119,7 @@ public struct RefreshReport: Sendable, Encodable {
         var leaseLost: [String]
         var stopped: Bool
         var nextDue: Date?
+        var pruned: PruneReport
         var hosts: [RefreshedHost]
 
         init(_ report: RefreshReport) {
@@ -134,6 +138,7 @@ public struct RefreshReport: Sendable, Encodable {
             leaseLost = report.leaseLost.map(\.description)
             stopped = report.stopped
             nextDue = report.nextDue
+            pruned = report.pruned
             hosts = report.hosts
         }
     }
@@ -266,13 +271,17 @@ public struct RefreshJob: Sendable {
     public let batchSize: Int
     /// How long a lease lasts; must outlast a batch's downloads.
     public let leaseSeconds: TimeInterval
+    /// What each pass prunes after it (a worker: when it starts, then hourly).
+    public let retention: RetentionPolicy
 
     /// Creates a job. Each leased row is fetched over its own route: origin rows with `fetcher`,
     /// CDN rows with `cdn` (by default Apple's CDN over `fetcher`'s transport and options).
     public init(
         store: any AssociationStore, fetcher: AASAFetcher, cdn: CDNFetcher? = nil, policy: RefreshPolicy = RefreshPolicy(),
-        prioritizer: DomainPrioritizer, owner: String, batchSize: Int, leaseSeconds: TimeInterval
+        prioritizer: DomainPrioritizer, owner: String, batchSize: Int, leaseSeconds: TimeInterval,
+        retention: RetentionPolicy = RetentionPolicy()
     ) {
+        self.retention = retention
         self.store = store
         self.fetcher = fetcher
         self.cdn = cdn ?? CDNFetcher(transport: fetcher.transport, options: fetcher.options)
@@ -282,6 +291,9 @@ public struct RefreshJob: Sendable {
         self.batchSize = max(1, batchSize)
         self.leaseSeconds = leaseSeconds
     }
+
+    /// How often a worker prunes the store: hourly.
+    public static let workerPruneInterval: TimeInterval = 3600
 
     /// A lease owner name for this process: `hostname:pid:random`.
     public static func makeOwner() -> String {
@@ -315,6 +327,7 @@ public struct RefreshJob: Sendable {
             report.descriptorShortages += batch.report.descriptorShortages
         }
         report.stopped = stop.isStopped
+        if !report.stopped { report.pruned = try await retention.prune(store, now: now(), stop: stop) }
         report.nextDue = try await Task { try await store.nextDue() }.value
         return report
     }
@@ -383,6 +396,8 @@ public struct RefreshJob: Sendable {
         case idle(until: Date, leasedElsewhere: Int)
         /// A store call failed with `store-unreachable`; the worker retries after `retryIn` seconds.
         case storeUnavailable(StoreError, retryIn: TimeInterval)
+        /// The worker pruned the store (``RetentionPolicy``; when it starts, then hourly) and removed something.
+        case pruned(PruneReport)
     }
 
     /// `refresh --worker`: claims a batch, fetches and records it, and again, until `stop` fires.
@@ -398,9 +413,15 @@ public struct RefreshJob: Sendable {
         interval: TimeInterval,
         onEvent: @escaping @Sendable (WorkerEvent) -> Void
     ) async throws {
+        var nextPrune = Date.distantPast
         while !stop.isStopped {
             let pause: TimeInterval
             do {
+                if now() >= nextPrune {
+                    let pruned = try await retention.prune(store, now: now(), stop: stop)
+                    nextPrune = now().addingTimeInterval(Self.workerPruneInterval)
+                    if !pruned.isEmpty { onEvent(.pruned(pruned)) }
+                }
                 let (claim, batch) = try await runBatch(now: now, stop: stop)
                 if !claim.hosts.isEmpty {
                     var report = batch

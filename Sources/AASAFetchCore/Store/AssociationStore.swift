@@ -65,8 +65,28 @@ public protocol AssociationStore: Sendable {
     /// The earliest next check over all hosts, `nil` when the store is empty.
     func nextDue() async throws -> Date?
 
-    /// Removes a host (every route), its entries and its history. Returns how many host rows went.
+    /// Removes a host (every route), its entries, history and kept files. Returns how many host rows went.
     func forget(host: String) async throws -> Int
+
+    // MARK: Retention
+
+    /// Makes the needs registered at `registeredAt` the whole set of these app IDs on these routes:
+    /// their needs registered earlier (not seen by this registration) are removed, and hosts that
+    /// no entry needs any more become unneeded since `now` (not refreshed, removed after the grace
+    /// period by ``pruneUnneeded(before:now:limit:)``). ``register(hosts:needs:now:)`` with
+    /// `now == registeredAt` marks the needs seen; a host registered with a need is needed again.
+    func retireNeeds(appIDs: [String], routes: [Route], registeredBefore registeredAt: Date, now: Date) async throws -> RetiredNeeds
+
+    /// Removes up to `limit` hosts unneeded since `before` or earlier (and not leased at `now`),
+    /// with their history and kept files, in one transaction; returns them.
+    func pruneUnneeded(before: Date, now: Date, limit: Int) async throws -> [HostKey]
+
+    /// Removes up to `limit` history events older than `before`, in one transaction; returns how many.
+    func pruneHistory(before: Date, limit: Int) async throws -> Int
+
+    /// The kept approved files of a host and route, latest first (index 0, -1, …); with `bodies`,
+    /// their bytes too.
+    func versions(of key: HostKey, bodies: Bool) async throws -> [StoredVersion]
 }
 
 extension AssociationStore {

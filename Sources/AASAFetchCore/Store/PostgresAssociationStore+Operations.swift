@@ -15,7 +15,7 @@ extension PostgresAssociationStore {
             let claimed = try tx.execute("""
                 WITH picked AS MATERIALIZED (
                     SELECT id FROM hosts
-                    WHERE id > $1::bigint AND ($2::text[] IS NULL OR host = ANY($2::text[]))
+                    WHERE id > $1::bigint AND (($2::text[] IS NULL AND unneeded_since IS NULL) OR host = ANY($2::text[]))
                       AND (lease_expires IS NULL OR lease_expires <= to_timestamp($3::float8))
                     ORDER BY id
                     LIMIT $4::int
@@ -28,7 +28,7 @@ extension PostgresAssociationStore {
             let rows = Self.states(from: claimed).sorted { $0.id < $1.id }
             let others = try tx.execute("""
                 SELECT lease_owner, count(*) AS n, extract(epoch FROM min(lease_expires)) AS first_expiry FROM hosts
-                WHERE id > $1::bigint AND ($2::text[] IS NULL OR host = ANY($2::text[]))
+                WHERE id > $1::bigint AND (($2::text[] IS NULL AND unneeded_since IS NULL) OR host = ANY($2::text[]))
                   AND lease_expires > to_timestamp($3::float8) AND lease_owner <> $4
                 GROUP BY lease_owner ORDER BY lease_owner COLLATE "C"
                 """, [String(cursor), names, time, owner])

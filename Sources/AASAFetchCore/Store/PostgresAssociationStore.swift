@@ -69,6 +69,7 @@ public struct PostgresAssociationStore: AssociationStore {
             """,
             "CREATE INDEX history_host ON history (host, route, id)",
         ]),
+        ("v2-retention", retentionMigration),
     ]
 
     /// The advisory lock migrations run under (`aasafetc` as a big-endian integer).
@@ -93,6 +94,12 @@ public struct PostgresAssociationStore: AssociationStore {
     /// - Throws: ``StoreError``: `store-bad-url`, `store-unreachable`, `store-auth-failed`,
     ///   `store-missing` (no such database), `store-newer-schema`, `store-error`.
     public static func connect(url: String) async throws -> PostgresAssociationStore {
+        try await connect(url: url, through: nil)
+    }
+
+    /// Connects and brings the schema up to `version` (tests make stores of earlier versions), or
+    /// up to date when `nil`.
+    static func connect(url: String, through version: String?) async throws -> PostgresAssociationStore {
         let location = redacted(url)
         guard isURL(url) else {
             throw StoreError(code: "store-bad-url", message: "'\(location)' is not a PostgreSQL URL (postgres://user@host:port/database)")
@@ -109,7 +116,7 @@ public struct PostgresAssociationStore: AssociationStore {
             throw connectError(error.message, location: location)
         }
         let store = PostgresAssociationStore(location: location, connection: connection)
-        try await store.migrate()
+        try await store.migrate(through: version)
         return store
     }
 
@@ -120,7 +127,9 @@ public struct PostgresAssociationStore: AssociationStore {
 
     // MARK: - Schema
 
-    private func migrate() async throws {
+    private func migrate(through version: String?) async throws {
+        let wanted = version.flatMap { last in Self.migrations.firstIndex { $0.version == last } }.map { Array(Self.migrations[...$0]) }
+            ?? Self.migrations
         try await transaction { tx in
             try tx.execute("SET LOCAL lock_timeout = '60s'")
             try tx.execute("SELECT pg_advisory_xact_lock($1::bigint)", [Self.migrationLock])
@@ -133,7 +142,7 @@ public struct PostgresAssociationStore: AssociationStore {
                 throw StoreError(code: "store-newer-schema",
                                  message: "\(self.location) was written by a newer aasa-fetch (unknown schema migration \(unknown))")
             }
-            for migration in Self.migrations where !applied.contains(migration.version) {
+            for migration in wanted where !applied.contains(migration.version) {
                 for statement in migration.statements { try tx.execute(statement) }
                 try tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", [migration.version])
             }
@@ -178,11 +187,17 @@ public struct PostgresAssociationStore: AssociationStore {
             }
             if needColumns[0] != "{}" {
                 try tx.execute("""
-                    INSERT INTO entries (entry, app_id, route, service, host, added_at)
-                    SELECT u.entry, u.app_id, u.route, u.service, u.host, to_timestamp($6::float8)
+                    INSERT INTO entries (entry, app_id, route, service, host, added_at, seen_at)
+                    SELECT u.entry, u.app_id, u.route, u.service, u.host, to_timestamp($6::float8), to_timestamp($6::float8)
                     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(entry, app_id, route, service, host)
-                    ON CONFLICT (entry, app_id, route) DO UPDATE SET host = excluded.host, service = excluded.service
+                    ON CONFLICT (entry, app_id, route) DO UPDATE SET host = excluded.host, service = excluded.service, seen_at = excluded.seen_at
                     """, needColumns + [time])
+                // A host registered with a need is needed again.
+                try tx.execute("""
+                    UPDATE hosts AS h SET unneeded_since = NULL
+                    FROM unnest($1::text[], $2::text[]) AS k(host, route)
+                    WHERE h.host = k.host AND h.route = k.route AND h.unneeded_since IS NOT NULL
+                    """, [needColumns[4], needColumns[2]])
             }
             return try Self.states(tx, of: hosts.map(\.key))
         }
@@ -199,6 +214,7 @@ public struct PostgresAssociationStore: AssociationStore {
                     SELECT id FROM hosts
                     WHERE next_check <= to_timestamp($1::float8)
                       AND (lease_expires IS NULL OR lease_expires <= to_timestamp($1::float8))
+                      AND unneeded_since IS NULL
                     ORDER BY tier, id
                     LIMIT $2::int
                     FOR UPDATE SKIP LOCKED
@@ -213,6 +229,7 @@ public struct PostgresAssociationStore: AssociationStore {
             let others = try tx.execute("""
                 SELECT lease_owner, count(*) AS n, extract(epoch FROM min(lease_expires)) AS first_expiry FROM hosts
                 WHERE next_check <= to_timestamp($1::float8) AND lease_expires > to_timestamp($1::float8) AND lease_owner <> $2
+                  AND unneeded_since IS NULL
                 GROUP BY lease_owner ORDER BY lease_owner COLLATE "C"
                 """, [time, owner])
             let leasedElsewhere = (0..<others.rows.count).reduce(0) { $0 + (Int(others.value($1, "n") ?? "") ?? 0) }
@@ -257,6 +274,9 @@ public struct PostgresAssociationStore: AssociationStore {
         let values = parameters
         let events = update.events
         let key = update.key
+        let version = update.approvedBody.map { (body: $0, digest: SHA256.hex($0)) }
+        let versionValidators = update.validators
+        let fetchedAt = result.fetchedAt
         return try await transaction { tx -> RecordResult in
             guard try tx.execute(sql, values).affected > 0 else {
                 let current = try tx.execute("SELECT lease_owner FROM hosts WHERE host = $1 AND route = $2", [key.host, key.route.rawValue])
@@ -264,6 +284,9 @@ public struct PostgresAssociationStore: AssociationStore {
                 return .leaseLost(owner: row.first ?? nil)
             }
             try Self.insert(events, tx)
+            if let version {
+                try Self.keepVersion(tx, key: key, body: version.body, digest: version.digest, at: fetchedAt, validators: versionValidators)
+            }
             return .recorded
         }
     }
@@ -330,7 +353,7 @@ public struct PostgresAssociationStore: AssociationStore {
 
     public func nextDue() async throws -> Date? {
         try await transaction { tx in
-            Self.date(try tx.execute("SELECT extract(epoch FROM min(next_check)) AS due FROM hosts").value(0, "due"))
+            Self.date(try tx.execute("SELECT extract(epoch FROM min(next_check)) AS due FROM hosts WHERE unneeded_since IS NULL").value(0, "due"))
         }
     }
 
@@ -339,6 +362,7 @@ public struct PostgresAssociationStore: AssociationStore {
             let removed = try tx.execute("DELETE FROM hosts WHERE host = $1", [host]).affected
             try tx.execute("DELETE FROM entries WHERE host = $1", [host])
             try tx.execute("DELETE FROM history WHERE host = $1", [host])
+            try tx.execute("DELETE FROM versions WHERE host = $1", [host])
             return removed
         }
     }
@@ -372,7 +396,7 @@ public struct PostgresAssociationStore: AssociationStore {
         extract(epoch FROM \(p)fetched_at) AS fetched_at, \(bodies ? "encode(\(p)approved_body, 'base64')" : "NULL") AS approved_body,
         octet_length(\(p)approved_body) AS approved_size, extract(epoch FROM \(p)approved_at) AS approved_at, \(p)etag,
         \(p)last_modified, \(p)consecutive_failures, extract(epoch FROM \(p)next_check) AS next_check, \(p)lease_owner,
-        extract(epoch FROM \(p)lease_expires) AS lease_expires
+        extract(epoch FROM \(p)lease_expires) AS lease_expires, extract(epoch FROM \(p)unneeded_since) AS unneeded_since
         """
     }
 
@@ -412,7 +436,8 @@ public struct PostgresAssociationStore: AssociationStore {
                 validators: CacheValidators(etag: text("etag"), lastModified: text("last_modified")),
                 consecutiveFailures: int("consecutive_failures") ?? 0,
                 nextCheck: date(text("next_check")) ?? Date(timeIntervalSince1970: 0),
-                lease: lease, addedAt: date(text("added_at")) ?? Date(timeIntervalSince1970: 0))
+                lease: lease, addedAt: date(text("added_at")) ?? Date(timeIntervalSince1970: 0),
+                unneededSince: date(text("unneeded_since")))
             state.approvedSize = int("approved_size")
             return (Int64(text("id") ?? "") ?? 0, state)
         }

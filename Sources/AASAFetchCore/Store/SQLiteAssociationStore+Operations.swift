@@ -9,7 +9,9 @@ extension SQLiteAssociationStore {
         let time = now.timeIntervalSince1970
         let until = time + leaseSeconds
         // The selection: after the cursor, and among the named hosts when there are any.
-        let named = hosts.map { " AND host IN (\(Array(repeating: "?", count: $0.count).joined(separator: ", ")))" } ?? ""
+        // Every host (`--all`) means every needed one; a named host is fetched even when unneeded.
+        let named = hosts.map { " AND host IN (\(Array(repeating: "?", count: $0.count).joined(separator: ", ")))" }
+            ?? " AND unneeded_since IS NULL"
         let selection = "id > ?" + named
         let selectionArguments = StatementArguments([cursor]) + StatementArguments(hosts ?? [])
         return try await immediateWrite { db in

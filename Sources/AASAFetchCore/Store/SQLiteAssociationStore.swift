@@ -221,8 +221,12 @@ public struct SQLiteAssociationStore: AssociationStore {
                 CREATE INDEX history_host ON history (host, route, id);
                 """)
         }
+        migrator.registerMigration("v2-retention", migrate: migrateRetention)
         return migrator
     }
+
+    /// The migration identifiers this version knows, in order.
+    static var migrationNames: [String] { migrator.migrations }
 
     /// The migrations applied to this file, in order (for tests and diagnostics).
     public func appliedMigrations() async throws -> [String] {
@@ -247,11 +251,16 @@ public struct SQLiteAssociationStore: AssociationStore {
                 try insertHost.execute(arguments: [registration.key.host, registration.key.route.rawValue, registration.tier, time, time])
             }
             let insertNeed = try db.cachedStatement(sql: """
-                INSERT INTO entries (entry, app_id, route, service, host, added_at) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (entry, app_id, route) DO UPDATE SET host = excluded.host, service = excluded.service
+                INSERT INTO entries (entry, app_id, route, service, host, added_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (entry, app_id, route) DO UPDATE SET host = excluded.host, service = excluded.service, seen_at = excluded.seen_at
                 """)
+            let revive = try db.cachedStatement(sql: """
+                UPDATE hosts SET unneeded_since = NULL WHERE host = ? AND route = ? AND unneeded_since IS NOT NULL
+                """)
+            var needed: Set<HostKey> = []
             for need in needs {
-                try insertNeed.execute(arguments: [need.entry, need.appID, need.route.rawValue, need.service.name, need.host, time])
+                try insertNeed.execute(arguments: [need.entry, need.appID, need.route.rawValue, need.service.name, need.host, time, time])
+                if needed.insert(need.key).inserted { try revive.execute(arguments: [need.host, need.route.rawValue]) }
             }
             return try Self.states(db, of: hosts.map(\.key))
         }
@@ -262,7 +271,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         return try await immediateWrite { db in
             let rows = try Row.fetchAll(db, sql: """
                 SELECT \(Self.stateColumns) FROM hosts
-                WHERE next_check <= ? AND (lease_expires IS NULL OR lease_expires <= ?)
+                WHERE next_check <= ? AND (lease_expires IS NULL OR lease_expires <= ?) AND unneeded_since IS NULL
                 ORDER BY tier, id LIMIT ?
                 """, arguments: [time, time, max(0, limit)])
             let claimed = rows.map(Self.state(from:))
@@ -272,12 +281,12 @@ public struct SQLiteAssociationStore: AssociationStore {
             }
             let others = try Row.fetchAll(db, sql: """
                 SELECT lease_owner, COUNT(*) AS n FROM hosts
-                WHERE next_check <= ? AND lease_expires > ? AND lease_owner <> ?
+                WHERE next_check <= ? AND lease_expires > ? AND lease_owner <> ? AND unneeded_since IS NULL
                 GROUP BY lease_owner ORDER BY lease_owner
                 """, arguments: [time, time, owner])
             let leasedElsewhere = others.reduce(0) { $0 + ($1["n"] as Int? ?? 0) }
             let expiry = try Double.fetchOne(db, sql: """
-                SELECT MIN(lease_expires) FROM hosts WHERE next_check <= ? AND lease_expires > ? AND lease_owner <> ?
+                SELECT MIN(lease_expires) FROM hosts WHERE next_check <= ? AND lease_expires > ? AND lease_owner <> ? AND unneeded_since IS NULL
                 """, arguments: [time, time, owner])
             let hosts = claimed.map { state -> HostState in
                 var leased = state
@@ -335,6 +344,9 @@ public struct SQLiteAssociationStore: AssociationStore {
             return .leaseLost(owner: current["lease_owner"])
         }
         try Self.insert(update.events, db)
+        if let approved = update.approvedBody {
+            try Self.keepVersion(db, key: update.key, body: approved, at: result.fetchedAt, validators: update.validators)
+        }
         return .recorded
     }
 
@@ -394,7 +406,7 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     public func nextDue() async throws -> Date? {
         try await read { db in
-            try Double.fetchOne(db, sql: "SELECT MIN(next_check) FROM hosts").map { Date(timeIntervalSince1970: $0) }
+            try Double.fetchOne(db, sql: "SELECT MIN(next_check) FROM hosts WHERE unneeded_since IS NULL").map { Date(timeIntervalSince1970: $0) }
         }
     }
 
@@ -404,6 +416,7 @@ public struct SQLiteAssociationStore: AssociationStore {
             let removed = db.changesCount
             try db.execute(sql: "DELETE FROM entries WHERE host = ?", arguments: [host])
             try db.execute(sql: "DELETE FROM history WHERE host = ?", arguments: [host])
+            try db.execute(sql: "DELETE FROM versions WHERE host = ?", arguments: [host])
             return removed
         }
     }
@@ -449,7 +462,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         try await read { db in
             try Row.fetchAll(db, sql: """
                 EXPLAIN QUERY PLAN SELECT \(Self.stateColumns) FROM hosts
-                WHERE next_check <= 0 AND (lease_expires IS NULL OR lease_expires <= 0) ORDER BY tier, id LIMIT 10
+                WHERE next_check <= 0 AND (lease_expires IS NULL OR lease_expires <= 0) AND unneeded_since IS NULL ORDER BY tier, id LIMIT 10
                 """).map { $0["detail"] as String? ?? "" }
         }
     }
@@ -459,13 +472,13 @@ public struct SQLiteAssociationStore: AssociationStore {
     private static let summaryColumns = """
         host, route, tier, added_at, last_code, last_reason, last_http_status, last_url, last_headers, NULL AS last_body,
         fetched_at, NULL AS approved_body, length(approved_body) AS approved_size, approved_at, etag, last_modified,
-        consecutive_failures, next_check, lease_owner, lease_expires
+        consecutive_failures, next_check, lease_owner, lease_expires, unneeded_since
         """
 
     static let stateColumns = """
         host, route, tier, added_at, last_code, last_reason, last_http_status, last_url, last_headers, last_body,
         fetched_at, approved_body, length(approved_body) AS approved_size, approved_at, etag, last_modified,
-        consecutive_failures, next_check, lease_owner, lease_expires
+        consecutive_failures, next_check, lease_owner, lease_expires, unneeded_since
         """
 
     private static func states(_ db: Database, of keys: [HostKey]) throws -> [HostKey: HostState] {
@@ -503,7 +516,8 @@ public struct SQLiteAssociationStore: AssociationStore {
             consecutiveFailures: row["consecutive_failures"],
             nextCheck: Date(timeIntervalSince1970: row["next_check"]),
             lease: lease,
-            addedAt: Date(timeIntervalSince1970: row["added_at"])
+            addedAt: Date(timeIntervalSince1970: row["added_at"]),
+            unneededSince: (row["unneeded_since"] as Double?).map { Date(timeIntervalSince1970: $0) }
         )
         state.approvedSize = row["approved_size"]
         return state

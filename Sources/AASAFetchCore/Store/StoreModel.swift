@@ -113,14 +113,19 @@ public struct HostState: Sendable, Hashable {
     public var lease: HostLease?
     /// When it was added to the store.
     public var addedAt: Date
+    /// Since when no entry needs the host (its app's entitlements were recorded again without
+    /// it); `nil` while some entry needs it. An unneeded host is not refreshed, and `refresh`
+    /// removes it after the grace period (``StoreRetention``).
+    public var unneededSince: Date?
 
     /// Creates a state.
     public init(
         key: HostKey, tier: Int, lastResult: StoredResult? = nil, approvedBody: [UInt8]? = nil, approvedAt: Date? = nil,
         validators: CacheValidators = CacheValidators(), consecutiveFailures: Int = 0, nextCheck: Date,
-        lease: HostLease? = nil, addedAt: Date
+        lease: HostLease? = nil, addedAt: Date, unneededSince: Date? = nil
     ) {
         self.key = key
+        self.unneededSince = unneededSince
         self.tier = tier
         self.lastResult = lastResult
         self.approvedBody = approvedBody
@@ -340,4 +345,71 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(code): \(message)" }
+}
+
+/// One kept approved file of a host and route (the last ``StoreRetention/keptVersions`` distinct
+/// files are kept; a file equal to the latest kept one only confirms it).
+public struct StoredVersion: Sendable, Hashable {
+    /// Host and route.
+    public var key: HostKey
+    /// Its place: 0 the latest, -1 the one before, and so on.
+    public var index: Int
+    /// When this file was first approved.
+    public var fetchedAt: Date
+    /// When it was last approved (a later 200 with the same bytes, or a 304).
+    public var approvedAt: Date
+    /// Its size in bytes.
+    public var size: Int
+    /// SHA-256 of the bytes, 64 hexadecimal digits.
+    public var digest: String
+    /// The `ETag` it was last served with.
+    public var etag: String?
+    /// The `Last-Modified` it was last served with.
+    public var lastModified: String?
+    /// The bytes, when asked for.
+    public var body: [UInt8]?
+
+    /// Creates a version.
+    public init(
+        key: HostKey, index: Int, fetchedAt: Date, approvedAt: Date, size: Int, digest: String,
+        etag: String? = nil, lastModified: String? = nil, body: [UInt8]? = nil
+    ) {
+        self.key = key
+        self.index = index
+        self.fetchedAt = fetchedAt
+        self.approvedAt = approvedAt
+        self.size = size
+        self.digest = digest
+        self.etag = etag
+        self.lastModified = lastModified
+        self.body = body
+    }
+}
+
+/// What the store forgets, and when: the defaults of `refresh --prune-after` and
+/// `--keep-history`, the number of approved files kept per host, and the batch size of pruning.
+public enum StoreRetention {
+    /// How long a host no entry needs stays in the store before `refresh` removes it: 30 days.
+    public static let defaultPruneAfter: TimeInterval = 30 * 86_400
+    /// How long history events are kept: 180 days.
+    public static let defaultKeepHistory: TimeInterval = 180 * 86_400
+    /// Approved files kept per host and route (the latest and the four before it).
+    public static let keptVersions = 5
+    /// Rows removed per transaction when pruning, so a large store is never locked for long.
+    public static let batchSize = 1_000
+}
+
+/// What recording a run's entitlements again removed: the needs of the app IDs that the run no
+/// longer has, and the hosts that no entry needs any more (now unneeded).
+public struct RetiredNeeds: Sendable, Hashable {
+    /// The needs removed.
+    public var needs: Int
+    /// Hosts that became unneeded, in order of addition.
+    public var unneededHosts: [HostKey]
+
+    /// Creates a result.
+    public init(needs: Int = 0, unneededHosts: [HostKey] = []) {
+        self.needs = needs
+        self.unneededHosts = unneededHosts
+    }
 }

@@ -1,0 +1,152 @@
+import Foundation
+import GRDB
+
+extension SQLiteAssociationStore {
+    /// `v2-retention`: when each need was last registered (to replace an app's set), since when a
+    /// host is unneeded, an index to prune history by age, and the kept approved files (seeded
+    /// with each host's current approved file).
+    static func migrateRetention(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE hosts ADD COLUMN unneeded_since REAL;
+            CREATE INDEX hosts_unneeded ON hosts (unneeded_since) WHERE unneeded_since IS NOT NULL;
+            ALTER TABLE entries ADD COLUMN seen_at REAL;
+            UPDATE entries SET seen_at = added_at;
+            CREATE INDEX entries_app ON entries (app_id, route, seen_at);
+            CREATE INDEX history_at ON history (at);
+            CREATE TABLE versions (
+                id INTEGER PRIMARY KEY,
+                host TEXT NOT NULL,
+                route TEXT NOT NULL,
+                fetched_at REAL NOT NULL,
+                approved_at REAL NOT NULL,
+                size INTEGER NOT NULL,
+                digest TEXT NOT NULL,
+                etag TEXT,
+                last_modified TEXT,
+                body BLOB NOT NULL
+            );
+            CREATE INDEX versions_host ON versions (host, route, id);
+            """)
+        let insert = try db.makeStatement(sql: """
+            INSERT INTO versions (host, route, fetched_at, approved_at, size, digest, etag, last_modified, body)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT host, route, approved_body, COALESCE(approved_at, added_at) AS at, etag, last_modified
+            FROM hosts WHERE approved_body IS NOT NULL ORDER BY id
+            """)
+        var seeds: [StatementArguments] = []
+        while let row = try rows.next() {
+            let body = [UInt8]((row["approved_body"] as Data?) ?? Data())
+            let at: Double = row["at"]
+            seeds.append([row["host"] as String, row["route"] as String, at, at, body.count, SHA256.hex(body),
+                          row["etag"] as String?, row["last_modified"] as String?, Data(body)])
+        }
+        for seed in seeds { try insert.execute(arguments: seed) }
+    }
+
+    /// Keeps `body` as the latest approved file of `key`: a file equal to the latest kept one only
+    /// confirms it (its approval time and validators); another becomes the latest, and files past
+    /// ``StoreRetention/keptVersions`` go.
+    static func keepVersion(_ db: Database, key: HostKey, body: [UInt8], at time: Date, validators: CacheValidators?) throws {
+        let digest = SHA256.hex(body)
+        let latest = try Row.fetchOne(db, sql: """
+            SELECT id, digest FROM versions WHERE host = ? AND route = ? ORDER BY id DESC LIMIT 1
+            """, arguments: [key.host, key.route.rawValue])
+        if let latest, latest["digest"] as String == digest {
+            try db.execute(sql: """
+                UPDATE versions SET approved_at = ?, etag = COALESCE(?, etag), last_modified = COALESCE(?, last_modified) WHERE id = ?
+                """, arguments: [time.timeIntervalSince1970, validators?.etag, validators?.lastModified, latest["id"] as Int64])
+            return
+        }
+        try db.execute(sql: """
+            INSERT INTO versions (host, route, fetched_at, approved_at, size, digest, etag, last_modified, body)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [key.host, key.route.rawValue, time.timeIntervalSince1970, time.timeIntervalSince1970, body.count,
+                             digest, validators?.etag, validators?.lastModified, Data(body)])
+        try db.execute(sql: """
+            DELETE FROM versions WHERE host = ? AND route = ? AND id NOT IN (
+                SELECT id FROM versions WHERE host = ? AND route = ? ORDER BY id DESC LIMIT ?)
+            """, arguments: [key.host, key.route.rawValue, key.host, key.route.rawValue, StoreRetention.keptVersions])
+    }
+
+    public func retireNeeds(appIDs: [String], routes: [Route], registeredBefore registeredAt: Date, now: Date) async throws -> RetiredNeeds {
+        guard !appIDs.isEmpty, !routes.isEmpty else { return RetiredNeeds() }
+        let marks = { (count: Int) in Array(repeating: "?", count: count).joined(separator: ", ") }
+        let selection = "app_id IN (\(marks(appIDs.count))) AND route IN (\(marks(routes.count))) AND (seen_at IS NULL OR seen_at < ?)"
+        let arguments = StatementArguments(appIDs) + StatementArguments(routes.map(\.rawValue)) + [registeredAt.timeIntervalSince1970]
+        let time = now.timeIntervalSince1970
+        return try await immediateWrite { db in
+            let touched = try Row.fetchAll(db, sql: "SELECT DISTINCT host, route FROM entries WHERE \(selection)", arguments: arguments)
+            try db.execute(sql: "DELETE FROM entries WHERE \(selection)", arguments: arguments)
+            let removed = db.changesCount
+            let mark = try db.cachedStatement(sql: """
+                UPDATE hosts SET unneeded_since = ? WHERE host = ? AND route = ? AND unneeded_since IS NULL
+                AND NOT EXISTS (SELECT 1 FROM entries WHERE entries.host = hosts.host AND entries.route = hosts.route)
+                RETURNING id
+                """)
+            var unneeded: [(Int64, HostKey)] = []
+            for row in touched {
+                let host: String = row["host"]
+                let route: String = row["route"]
+                if let id = try Int64.fetchOne(mark, arguments: [time, host, route]) {
+                    unneeded.append((id, HostKey(host: host, route: Route(rawValue: route) ?? .origin)))
+                }
+            }
+            return RetiredNeeds(needs: removed, unneededHosts: unneeded.sorted { $0.0 < $1.0 }.map(\.1))
+        }
+    }
+
+    public func pruneUnneeded(before: Date, now: Date, limit: Int) async throws -> [HostKey] {
+        let (cutoff, time) = (before.timeIntervalSince1970, now.timeIntervalSince1970)
+        return try await immediateWrite { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT id, host, route FROM hosts
+                WHERE unneeded_since IS NOT NULL AND unneeded_since <= ? AND (lease_expires IS NULL OR lease_expires <= ?)
+                ORDER BY id LIMIT ?
+                """, arguments: [cutoff, time, max(0, limit)])
+            var removed: [HostKey] = []
+            for row in rows {
+                let (host, route): (String, String) = (row["host"], row["route"])
+                try db.execute(sql: "DELETE FROM hosts WHERE id = ?", arguments: [row["id"] as Int64])
+                try db.execute(sql: "DELETE FROM history WHERE host = ? AND route = ?", arguments: [host, route])
+                try db.execute(sql: "DELETE FROM versions WHERE host = ? AND route = ?", arguments: [host, route])
+                removed.append(HostKey(host: host, route: Route(rawValue: route) ?? .origin))
+            }
+            return removed
+        }
+    }
+
+    public func pruneHistory(before: Date, limit: Int) async throws -> Int {
+        let cutoff = before.timeIntervalSince1970
+        return try await immediateWrite { db in
+            try db.execute(sql: """
+                DELETE FROM history WHERE id IN (SELECT id FROM history WHERE at < ? ORDER BY at LIMIT ?)
+                """, arguments: [cutoff, max(0, limit)])
+            return db.changesCount
+        }
+    }
+
+    public func versions(of key: HostKey, bodies: Bool) async throws -> [StoredVersion] {
+        try await read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT fetched_at, approved_at, size, digest, etag, last_modified, \(bodies ? "body" : "NULL AS body")
+                FROM versions WHERE host = ? AND route = ? ORDER BY id DESC
+                """, arguments: [key.host, key.route.rawValue])
+            return rows.enumerated().map { index, row in
+                StoredVersion(
+                    key: key, index: -index, fetchedAt: Date(timeIntervalSince1970: row["fetched_at"]),
+                    approvedAt: Date(timeIntervalSince1970: row["approved_at"]), size: row["size"], digest: row["digest"],
+                    etag: row["etag"], lastModified: row["last_modified"], body: (row["body"] as Data?).map { [UInt8]($0) })
+            }
+        }
+    }
+
+    /// Creates a store file with the schema of an earlier version: the migrations up to and
+    /// including `version` (tests open it with the current code to check the upgrade).
+    static func createForTesting(path: String, through version: String, then sql: String = "") throws {
+        let queue = try DatabaseQueue(path: path)
+        try migrator.migrate(queue, upTo: version)
+        if !sql.isEmpty { try queue.write { db in try db.execute(sql: sql) } }
+    }
+}
