@@ -189,6 +189,9 @@ public struct StoreRecorder: Sendable {
     public let store: any AssociationStore
     /// The policy.
     public let policy: RefreshPolicy
+    /// Whether each change recorded is also queued for delivery (`refresh --notify`), in the same
+    /// transaction (``HostUpdate/notifications``).
+    public var notify = false
 
     /// Creates a recorder.
     public init(store: any AssociationStore, policy: RefreshPolicy = RefreshPolicy()) {
@@ -215,9 +218,13 @@ public struct StoreRecorder: Sendable {
         var lost: [HostKey] = []
         var planned: [(key: HostKey, result: HostFetchResult, update: HostUpdate)] = []
         for (key, result) in zip(keys, results) {
-            guard let update = policy.update(for: result, previous: previous[key], needs: needs[key] ?? [], now: now) else {
+            guard var update = policy.update(for: result, previous: previous[key], needs: needs[key] ?? [], now: now) else {
                 abandoned.append(key)
                 continue
+            }
+            if notify && !update.events.isEmpty {
+                update.notifications = NotificationEvent.events(
+                    for: update.events, result: result, previousCode: previous[key]?.lastResult?.code, needs: needs[key] ?? [])
             }
             planned.append((key, result, update))
         }
@@ -266,6 +273,9 @@ public struct RefreshJob: Sendable {
     public let batchSize: Int
     /// How long a lease lasts; must outlast a batch's downloads.
     public let leaseSeconds: TimeInterval
+    /// Whether changes are queued for delivery to a webhook (`refresh --notify`); see
+    /// ``StoreRecorder/notify`` and ``Notifier``.
+    public var notify = false
 
     /// Creates a job. Each leased row is fetched over its own route: origin rows with `fetcher`,
     /// CDN rows with `cdn` (by default Apple's CDN over `fetcher`'s transport and options).
@@ -361,7 +371,8 @@ public struct RefreshJob: Sendable {
         let results = await download.value
         stop.removeHandler(handler)  // a worker runs many batches: keep no finished download alive
         // Record in a task of its own: the store must not see the stop as a cancellation.
-        let recorder = StoreRecorder(store: store, policy: policy)
+        var recorder = StoreRecorder(store: store, policy: policy)
+        recorder.notify = notify
         let owner = self.owner
         let time = now()
         let (recorded, abandoned, lost) = try await Task {
@@ -383,6 +394,8 @@ public struct RefreshJob: Sendable {
         case idle(until: Date, leasedElsewhere: Int)
         /// A store call failed with `store-unreachable`; the worker retries after `retryIn` seconds.
         case storeUnavailable(StoreError, retryIn: TimeInterval)
+        /// Queued notifications were delivered, or one failed, or some were dropped (`--notify`).
+        case notified(NotifyReport)
     }
 
     /// `refresh --worker`: claims a batch, fetches and records it, and again, until `stop` fires.
@@ -396,12 +409,18 @@ public struct RefreshJob: Sendable {
         now: @escaping @Sendable () -> Date,
         stop: StopSignal,
         interval: TimeInterval,
+        notifier: Notifier? = nil,
         onEvent: @escaping @Sendable (WorkerEvent) -> Void
     ) async throws {
         while !stop.isStopped {
             let pause: TimeInterval
             do {
                 let (claim, batch) = try await runBatch(now: now, stop: stop)
+                // After each batch and each idle wake: the queue, oldest first (one worker at a time).
+                if let notifier {
+                    let delivery = try await notifier.deliver(store: store, owner: owner, now: now, stop: stop)
+                    if delivery.delivered > 0 || delivery.failure != nil || delivery.dropped > 0 { onEvent(.notified(delivery)) }
+                }
                 if !claim.hosts.isEmpty {
                     var report = batch
                     report.nextDue = try await Task { try await store.nextDue() }.value

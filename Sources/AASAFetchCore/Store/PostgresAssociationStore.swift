@@ -15,6 +15,9 @@ public struct PostgresAssociationStore: AssociationStore {
     /// The connection URL with any password hidden, for messages.
     public let location: String
     private let connection: PostgresConnection
+    /// Most undelivered notifications kept (``NotificationQueue/capacity``); past it the oldest
+    /// are dropped and counted.
+    public var notificationCapacity = NotificationQueue.capacity
 
     /// The migrations this version knows, in order. Add versions; never edit a shipped one.
     static let migrations: [(version: String, statements: [String])] = [
@@ -68,6 +71,26 @@ public struct PostgresAssociationStore: AssociationStore {
             )
             """,
             "CREATE INDEX history_host ON history (host, route, id)",
+        ]),
+        // Appended: the queue of undelivered notifications (refresh --notify), and how many were
+        // dropped because it was full.
+        ("v2-notify", [
+            """
+            CREATE TABLE notifications (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                event_id text NOT NULL,
+                host text NOT NULL,
+                route text NOT NULL,
+                kind text NOT NULL,
+                at timestamptz NOT NULL,
+                event text NOT NULL,
+                attempts integer NOT NULL DEFAULT 0,
+                last_error text,
+                lease_owner text,
+                lease_expires timestamptz
+            )
+            """,
+            "CREATE TABLE notification_drops (id integer PRIMARY KEY CHECK (id = 1), dropped bigint NOT NULL)",
         ]),
     ]
 
@@ -256,6 +279,8 @@ public struct PostgresAssociationStore: AssociationStore {
         let sql = "UPDATE hosts SET \(assignments) WHERE \(condition)"
         let values = parameters
         let events = update.events
+        let notifications = update.notifications
+        let capacity = notificationCapacity
         let key = update.key
         return try await transaction { tx -> RecordResult in
             guard try tx.execute(sql, values).affected > 0 else {
@@ -264,6 +289,7 @@ public struct PostgresAssociationStore: AssociationStore {
                 return .leaseLost(owner: row.first ?? nil)
             }
             try Self.insert(events, tx)
+            try Self.enqueue(notifications, capacity: capacity, tx)
             return .recorded
         }
     }
