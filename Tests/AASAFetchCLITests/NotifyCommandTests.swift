@@ -152,7 +152,7 @@ struct NotifyCommandTests {
         #expect(all.count == 4)
         let message = try #require(all.last)
         #expect(Array(message.keys) == ["text"])
-        #expect(message["text"] as? String == ":white_check_mark: *h1.notify.example.com* approved (was http-client-error) — HTTP 200")
+        #expect(message["text"] as? String == ":white_check_mark: *h1.notify.example.com* approved (was http-client-error) — HTTP 200, 94 bytes")
     }
 
     @Test func aReceiverThatFailsFirstGetsTheEventOnTheNextAttempt() async throws {
