@@ -219,6 +219,32 @@ struct NotifyCommandTests {
         if let postgres = store as? PostgresAssociationStore { await postgres.close() }
     }
 
+    @Test func twoRefreshesDeliveringAtOnceSendEachEventOnce() async throws {
+        let sites = try await Sites.start(count: 3)
+        defer { sites.stop() }
+        try sites.record()
+        try sites.change()
+        let closed = try Loopback.freePort()
+        let down = try sites.run(["refresh", "--now", Self.later(days: 2), "--notify", "http://127.0.0.1:\(closed)/x",
+                                  "--notify-allow-private"] + sites.network)
+        #expect(down.status == 1 && down.stderr.contains("notify-failed"), "stderr: \(down.stderr)")
+        let queued = try await sites.store().queuedNotifications()
+        #expect(queued.count == 3)
+
+        // A slow receiver (about a second an answer), and two refreshes started together: one
+        // delivers the queue, the other finds it held and leaves it.
+        let receiver = try await Self.receiver(.slow(body: "ok", dripBytes: 1, dripInterval: 0.5))
+        defer { receiver.stop() }
+        let arguments = ["refresh", "--now", Self.later(days: 2)] + sites.network + (try Self.notify(receiver))
+        async let first = Task.detached { try sites.run(arguments) }.value
+        async let second = Task.detached { try sites.run(arguments) }.value
+        let results = try await [first, second]
+        for result in results { #expect(result.status == 0, "stderr: \(result.stderr)") }
+        let ids = try Self.posts(receiver).compactMap { $0["id"] as? String }
+        #expect(ids == queued.map(\.event.id), "each event once, in order")
+        #expect(try await sites.store().queuedNotifications().isEmpty)
+    }
+
     @Test func theWebhookIsRefusedOnLoopbackUnlessAllowedAndBadOptionsAreUsageErrors() async throws {
         let sites = try await Sites.start(count: 2)
         defer { sites.stop() }

@@ -457,9 +457,9 @@ _aasa-fetch_diagnose() {
 
 _aasa-fetch_refresh() {
     repeating_flags=()
-    non_repeating_flags=(--allow-private --watch --worker --all --json --quiet -q --version -h --help)
+    non_repeating_flags=(--allow-private --watch --worker --all --notify-allow-private --json --quiet -q --version -h --help)
     repeating_options=(--resolve --connect-to --host)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics --notify --notify-format --notify-cacert)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -521,6 +521,15 @@ _aasa-fetch_refresh() {
         return
         ;;
     '--metrics')
+        return
+        ;;
+    '--notify')
+        return
+        ;;
+    '--notify-format')
+        return
+        ;;
+    '--notify-cacert')
         return
         ;;
     esac
