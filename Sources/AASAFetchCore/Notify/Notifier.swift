@@ -116,7 +116,10 @@ public struct Notifier: Sendable {
     ) async throws -> NotifyReport {
         var report = NotifyReport()
         let lease = Double(max(1, batchSize)) * worstCaseSeconds + 60
-        while !stop.isStopped {
+        // A bound on one run, whatever the store answers: the queue's capacity and a batch.
+        var claims = 0
+        while !stop.isStopped && claims <= NotificationQueue.capacity / max(1, batchSize) + 1 {
+            claims += 1
             let claim = try await store.claimNotifications(now: now(), limit: batchSize, leaseSeconds: lease, owner: owner)
             report.dropped += claim.dropped
             report.pending = claim.pending
@@ -133,9 +136,15 @@ public struct Notifier: Sendable {
                 let outcome = await send(item.event, stop: stop)
                 switch outcome {
                 case .delivered:
-                    try await store.acknowledgeNotification(id: item.id, owner: owner)
-                    acknowledged += 1
                     report.delivered += 1
+                    guard try await store.acknowledgeNotification(id: item.id, owner: owner) else {
+                        // Our lease lapsed and another process took the queue over (or the row was
+                        // dropped from a full queue): leave the rest to it.
+                        try await store.releaseNotifications(owner: owner, failed: nil, error: nil)
+                        report.pending = claim.pending - acknowledged
+                        return report
+                    }
+                    acknowledged += 1
                 case .stopped:
                     try await store.releaseNotifications(owner: owner, failed: nil, error: nil)
                     report.pending = claim.pending - acknowledged
@@ -178,7 +187,6 @@ public struct Notifier: Sendable {
     func send(_ event: NotificationEvent, stop: StopSignal) async -> Outcome {
         let request = request(for: event)
         var last = ""
-        var code = "notify-failed"
         for attempt in 1...max(1, attempts) {
             var pause = retryDelays.isEmpty ? 1 : retryDelays[min(attempt - 1, retryDelays.count - 1)]
             do {
@@ -208,11 +216,10 @@ public struct Notifier: Sendable {
                     return .failed(NotifyFailure(code: "notify-failed", message: error.description, event: event, attempts: attempt))
                 }
             }
-            code = "notify-failed"
             guard attempt < attempts else { break }
             if await stop.sleep(for: .milliseconds(Int(min(max(0, pause), retryAfterCap) * 1000))) { return .stopped }
         }
-        return .failed(NotifyFailure(code: code, message: last, event: event, attempts: max(1, attempts)))
+        return .failed(NotifyFailure(code: "notify-failed", message: last, event: event, attempts: max(1, attempts)))
     }
 
     /// The first 200 characters of an answer's body, on one line, for the warning.
