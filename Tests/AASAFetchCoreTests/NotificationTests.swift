@@ -214,6 +214,32 @@ struct NotificationTests {
         withExtendedLifetime(temporary) {}
     }
 
+    /// A store of the schema before the queue (only `v1`): opening it adds the queue, hosts kept.
+    static func upgradesFromV1(_ store: any AssociationStore, rewind: (String) async throws -> Void, reopen: () async throws -> any AssociationStore) async throws {
+        _ = try await store.register(hosts: [HostRegistration(key: HostKey(host: "a.example"), tier: 0)], needs: [], now: t0)
+        try await rewind("DROP TABLE notifications")
+        try await rewind("DROP TABLE notification_drops")
+        try await rewind("DELETE FROM \(store is SQLiteAssociationStore ? "grdb_migrations WHERE identifier" : "schema_migrations WHERE version") = 'v2-notify'")
+        let upgraded = try await reopen()
+        #expect(try await upgraded.allHosts().map(\.key.host) == ["a.example"])
+        try await record(upgraded, host: "a.example", events(["after-upgrade"]), at: t0)
+        #expect(try await upgraded.queuedNotifications().map(\.event.reason) == ["after-upgrade"])
+    }
+
+    @Test func aStoreFromBeforeTheQueueIsUpgraded() async throws {
+        let temporary = StoreTests.TemporaryStore()
+        let store = try temporary.open()
+        try await Self.upgradesFromV1(store, rewind: { try await store.executeForTesting($0) }, reopen: { try temporary.open(create: false) })
+        #expect(try await temporary.open(create: false).appliedMigrations().contains("v2-notify"))
+
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let postgres = try await PostgresAssociationStore.connect(url: server.url)
+        try await Self.upgradesFromV1(postgres, rewind: { try await postgres.executeForTesting($0) },
+                                      reopen: { try await PostgresAssociationStore.connect(url: server.url) })
+        await postgres.close()
+    }
+
     @Test func theQueueOnPostgreSQL() async throws {
         let server = try await PostgresServer.start()
         defer { server.stop() }
