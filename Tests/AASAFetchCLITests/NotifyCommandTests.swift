@@ -1,6 +1,7 @@
 import AASAFetchCore
 import AASAFetchTestSupport
 import Foundation
+import Glibc
 import PostgresClient
 import Testing
 
@@ -243,6 +244,33 @@ struct NotifyCommandTests {
         let ids = try Self.posts(receiver).compactMap { $0["id"] as? String }
         #expect(ids == queued.map(\.event.id), "each event once, in order")
         #expect(try await sites.store().queuedNotifications().isEmpty)
+    }
+
+    @Test func aWorkerDeliversAfterItsBatchAndTriesAgainOnItsNextWake() async throws {
+        let sites = try await Sites.start(count: 3)
+        defer { sites.stop() }
+        try sites.record()
+        try sites.change()
+        let store = try await sites.store()
+        try await (store as? SQLiteAssociationStore)?.setNextCheck(Date().addingTimeInterval(-1))
+        // The receiver fails the worker's first delivery (three 500s), then accepts everything.
+        let failing = FaultBehavior.respond(status: 500, body: "down")
+        let receiver = try await Self.receiver(.sequence([failing, failing, failing, .respond(status: 200, body: "ok")]))
+        defer { receiver.stop() }
+        let worker = try StoreIntegrationTests.Running(["refresh", "--worker", "--interval", "1s", "--quiet"] + sites.network
+                                                       + (try Self.notify(receiver)), cache: sites.cache)
+        let delivered = await waitUntil(timeout: .seconds(60), interval: .milliseconds(200)) {
+            let ids = Set(((try? Self.posts(receiver)) ?? []).compactMap { $0["id"] as? String })
+            let queued = (try? await store.queuedNotifications().count) ?? -1
+            return ids.count == 3 && queued == 0
+        }
+        #expect(delivered, "the worker delivered every change")
+        kill(worker.process.processIdentifier, SIGTERM)
+        let result = worker.finish(timeout: .seconds(30))
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("notify-failed: could not deliver the broke notification of h1.notify.example.com"), "stderr: \(result.stderr)")
+        let events = try Self.posts(receiver)
+        #expect(Self.summary(events) == [Self.expectedChanges[0], Self.expectedChanges[0], Self.expectedChanges[0]] + Self.expectedChanges)
     }
 
     @Test func theWebhookIsRefusedOnLoopbackUnlessAllowedAndBadOptionsAreUsageErrors() async throws {
