@@ -142,6 +142,9 @@ struct NotifyCommandTests {
         #expect(lost["fix"] as? String == "add \"\(Self.appID)\" to the appIDs of a detail under applinks.details")
         #expect((events[1]["changes"] as? [[String: Any]])?.isEmpty == false)
         #expect(Set(events.compactMap { $0["id"] as? String }).count == 3)
+        let bodies = receiver.requests().filter { $0.event == "request" }.compactMap(\.body)
+        let problems = try SchemaValidator.problems(in: bodies.enumerated().map { .init(schema: "notification", text: $1, origin: "POST \($0)") })
+        #expect(problems.isEmpty, "\(problems)")
         #expect(try await sites.store().queuedNotifications().isEmpty, "delivered notifications leave the queue")
 
         // Slack: the host recovers; one {"text": …} line, and nothing sent twice.
@@ -300,21 +303,38 @@ struct NotifyCommandTests {
 }
 
 extension JSONSchemaTests {
-    /// The body a webhook receives (`refresh --notify`), as the real binary posts it, for every
-    /// kind of change the example produces, against `docs/schema/notification.schema.json`.
-    @Test func notificationEventsMatchTheirSchema() async throws {
-        let sites = try await NotifyCommandTests.Sites.start(count: 3)
-        defer { sites.stop() }
-        let receiver = try await NotifyCommandTests.receiver()
-        defer { receiver.stop() }
-        try sites.record()
-        try sites.change()
-        _ = try sites.run(["refresh", "--now", NotifyCommandTests.later(days: 2)] + sites.network + NotifyCommandTests.notify(receiver))
-        try sites.serve(NotifyCommandTests.good, for: "h1.notify.example.com")
-        _ = try sites.run(["refresh", "--now", NotifyCommandTests.later(days: 4)] + sites.network + NotifyCommandTests.notify(receiver))
-        let bodies = receiver.requests().filter { $0.event == "request" }.compactMap(\.body)
-        #expect(bodies.count == 4, "broke, changed, association-lost, approved")
-        let problems = try SchemaValidator.problems(in: bodies.enumerated().map { .init(schema: "notification", text: $1, origin: "POST \($0)") })
+    /// The body a webhook receives (`refresh --notify`) for every kind of change, built from the
+    /// refresh policy's own events, against `docs/schema/notification.schema.json` (the bodies the
+    /// real binary posts are validated by ``NotifyCommandTests``). No process runs here: this suite
+    /// is not serialized, and a blocking run would hold a thread of the shared pool.
+    @Test func notificationEventsMatchTheirSchema() throws {
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        let appID = NotifyCommandTests.appID
+        let needs = [EntryNeed(entry: "applinks:example.com", service: .applinks, host: "example.com", appID: appID)]
+        let policy = RefreshPolicy()
+        func result(_ body: String?, status: Int = 200, code: String = "ok") -> HostFetchResult {
+            let document = body.flatMap { try? AASADecoder.decodeDocument(Array($0.utf8)) }
+            return HostFetchResult(host: "example.com", route: .origin, url: "https://example.com/.well-known/apple-app-site-association",
+                                   code: code, reason: "HTTP \(status)", httpStatus: status, document: document,
+                                   body: body.map { Array($0.utf8) }, headers: [HTTPHeader(name: "Content-Type", value: "application/json")],
+                                   findings: code == "ok" ? [] : [.error(code, "HTTP \(status)", fix: "serve the file")])
+        }
+        var state: HostState?
+        var events: [NotificationEvent] = []
+        for (step, download) in [result(NotifyCommandTests.good), result(NotifyCommandTests.otherApp), result(nil, status: 404, code: "http-client-error"),
+                                 result(NotifyCommandTests.good)].enumerated() {
+            let now = t0.addingTimeInterval(Double(step) * 3600)
+            let update = try #require(policy.update(for: download, previous: state, needs: needs, now: now))
+            events += NotificationEvent.events(for: update.events, result: download, previousCode: state?.lastResult?.code, needs: needs)
+            var next = state ?? HostState(key: update.key, tier: 0, nextCheck: update.nextCheck, addedAt: t0)
+            next.lastResult = update.result
+            if let body = update.approvedBody { next.approvedBody = body; next.approvedSize = body.count }
+            state = next
+        }
+        #expect(Set(events.map(\.kind)) == [.approved, .changed, .associationLost, .broke, .associationGained])
+        let problems = try SchemaValidator.problems(in: events.map {
+            .init(schema: "notification", text: String(decoding: $0.json, as: UTF8.self), origin: $0.kind.rawValue)
+        })
         #expect(problems.isEmpty, "\(problems)")
     }
 }
