@@ -51,6 +51,7 @@ extension AASAFetchCommand {
         var pruneAfter: String?
         @Option(name: .customLong("keep-history"), help: ArgumentHelp("Remove history events older than this; 0 or never keeps them all (default 180d).", valueName: "duration"))
         var keepHistory: String?
+        @OptionGroup var notify: NotifyOptions
         @Flag(help: "Print JSON.") var json = false
         @Flag(name: .shortAndLong, help: "No progress or notes on standard error.") var quiet = false
         /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
@@ -108,23 +109,29 @@ extension AASAFetchCommand {
             // Rows recorded through the CDN are refreshed through it: one HTTP/2 connection, which a
             // client of its own keeps (the origin client sets no per-host limit).
             let cdnClient = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
-            let job = RefreshJob(
+            // The webhook gets a client of its own: none of the hosts' network options apply to it.
+            let notifyClient = notify.url == nil ? nil : CurlClient(maxConnections: 2)
+            let notifier = notifyClient.map { notify.notifier(client: $0) } ?? nil
+            var job = RefreshJob(
                 store: database, fetcher: AASAFetcher(transport: client, options: options),
                 cdn: CDNFetcher(transport: cdnClient, options: options, base: cdnBase),
                 prioritizer: DomainPrioritizer(region: effectiveRegion), owner: owner ?? RefreshJob.makeOwner(),
                 batchSize: batch, leaseSeconds: lease.flatMap(IntervalParser.seconds) ?? Self.leaseSeconds(options: options, batch: batch),
                 retention: retention
             )
+            job.notify = notifier != nil
             if worker {
                 do {
-                    try await runWorker(job, stop: stop, clock: clock, location: store.location, console: console)
+                    try await runWorker(job, notifier: notifier, stop: stop, clock: clock, location: store.location, console: console)
                 } catch {
                     await client.shutdown()
                     await cdnClient.shutdown()
+                    await notifyClient?.shutdown()
                     throw error
                 }
                 await client.shutdown()
                 await cdnClient.shutdown()
+                await notifyClient?.shutdown()
                 return
             }
             var broken = false
@@ -141,6 +148,8 @@ extension AASAFetchCommand {
                     broken = broken || report.broken
                     if forced != nil { renderForced(report, console: console) } else { render(report, console: console) }
                     try await writeMetrics(report, store: database, started: started, now: clock())
+                    // After the pass: this pass's changes and any a previous run could not deliver, in order.
+                    try await deliverNotifications(notifier, store: database, owner: job.owner, now: clock, stop: stop, console: console)
                     if report.descriptorShortages > 0 {
                         failure = .descriptorsExhausted(hosts: report.descriptorShortages)
                         break
@@ -155,6 +164,7 @@ extension AASAFetchCommand {
             } while !(await stop.sleep(for: .milliseconds(Int(pause * 1000))))
             await client.shutdown()
             await cdnClient.shutdown()
+            await notifyClient?.shutdown()
             if let failure { throw failure }
             if watch {
                 if !quiet { console.err("aasa-fetch refresh: stopped") }
@@ -165,14 +175,14 @@ extension AASAFetchCommand {
 
         /// The worker loop: batches until SIGINT/SIGTERM; exit 0 when stopped, 2 on a store failure.
         private func runWorker(
-            _ job: RefreshJob, stop: StopSignal, clock: @escaping @Sendable () -> Date, location: String, console: Console
+            _ job: RefreshJob, notifier: Notifier?, stop: StopSignal, clock: @escaping @Sendable () -> Date, location: String, console: Console
         ) async throws {
             let (json, quiet) = (self.json, self.quiet)
             if !quiet {
                 console.err("aasa-fetch refresh: worker \(job.owner) on \(location): batches of \(job.batchSize), lease \(Int(job.leaseSeconds)) s")
             }
             do {
-                try await job.work(now: clock, stop: stop, interval: interval.flatMap(IntervalParser.seconds) ?? 60) { event in
+                try await job.work(now: clock, stop: stop, interval: interval.flatMap(IntervalParser.seconds) ?? 60, notifier: notifier) { event in
                     switch event {
                     case .batch(let report):
                         Self.render(report, json: json, quiet: quiet, lines: true, worker: true, console: console)
@@ -184,6 +194,8 @@ extension AASAFetchCommand {
                         if console.outputFailed { stop.stop() }
                     case .idle:
                         break
+                    case .notified(let report):
+                        if let notifier { NotifyOptions.render(report, url: notifier.url, quiet: quiet, console: console) }
                     case .storeUnavailable(let error, let retry):
                         if !quiet { console.diagnostic(error.code, "\(error.message); retrying in \(Int(retry.rounded(.up))) s") }
                     case .pruned(let pruned):

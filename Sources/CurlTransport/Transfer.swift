@@ -102,10 +102,23 @@ final class Transfer {
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me), "PRIVATE")
         try setLong(CURLOPT_NOSIGNAL, 1, "NOSIGNAL")
         try setString(CURLOPT_URL, request.url, "URL")
-        try setString(CURLOPT_PROTOCOLS_STR, "https", "PROTOCOLS_STR")
+        try setString(CURLOPT_PROTOCOLS_STR, request.allowPlainHTTP ? "http,https" : "https", "PROTOCOLS_STR")
         try setString(CURLOPT_REDIR_PROTOCOLS_STR, "https", "REDIR_PROTOCOLS_STR")
         try setLong(CURLOPT_FOLLOWLOCATION, 0, "FOLLOWLOCATION")
-        try setLong(CURLOPT_HTTPGET, 1, "HTTPGET")
+        if let body = request.body {
+            if body.contentType.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
+                throw TransferFailure(kind: .invalidRequest, message: "the content type contains CR, LF or NUL: \(body.contentType.debugDescription)")
+            }
+            // The size first: COPYPOSTFIELDS copies that many bytes (a body may hold NUL bytes).
+            try check(ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, body.bytes.count), "POSTFIELDSIZE_LARGE")
+            let code = body.bytes.withUnsafeBytes { buffer in
+                // An empty body still needs a valid pointer (curl copies zero bytes from it).
+                ccurl_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress ?? UnsafeRawPointer(errorBuffer)))
+            }
+            try check(code, "COPYPOSTFIELDS")
+        } else {
+            try setLong(CURLOPT_HTTPGET, 1, "HTTPGET")
+        }
         try setLong(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout), "CONNECTTIMEOUT_MS")
         try setLong(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.maxTime), "TIMEOUT_MS")
         // Empty string: offer every encoding curl can decode; the write callback sees decoded bytes.
@@ -117,7 +130,9 @@ final class Transfer {
         try check(ccurl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, limit + 1024), "MAXFILESIZE_LARGE")
         try setString(CURLOPT_USERAGENT, request.userAgent, "USERAGENT")
 
-        headerList = Self.makeList(request.headers)
+        // A POST names its body's type, and waits for no `100 Continue` (curl would send
+        // `Expect: 100-continue` for a large body and pause up to a second).
+        headerList = Self.makeList(request.headers + (request.body.map { ["Content-Type: \($0.contentType)", "Expect:"] } ?? []))
         if let headerList {
             try check(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList), "HTTPHEADER")
         }

@@ -6,10 +6,31 @@ public enum HTTPVersion: String, Sendable, Codable {
     case http2 = "2"
 }
 
-/// One GET request, described without any libcurl type.
+/// A request body sent with `POST` (a webhook's event), with its media type.
+public struct TransferBody: Sendable, Hashable {
+    /// The bytes sent, as they are.
+    public var bytes: [UInt8]
+    /// The `Content-Type` header sent with them, e.g. `application/json`.
+    public var contentType: String
+
+    /// Creates a body.
+    public init(bytes: [UInt8], contentType: String) {
+        self.bytes = bytes
+        self.contentType = contentType
+    }
+}
+
+/// One request (a GET, or a POST when ``body`` is set), described without any libcurl type.
 public struct TransferRequest: Sendable, Hashable {
-    /// The absolute `https://` URL to fetch. Hosts must already be ASCII (Punycode).
+    /// The absolute `https://` URL to fetch (`http://` too when ``allowPlainHTTP`` is set). Hosts
+    /// must already be ASCII (Punycode).
     public var url: String
+    /// The body of a `POST`; `nil` (the default) sends a `GET`. Redirects are never followed
+    /// either way.
+    public var body: TransferBody?
+    /// Whether `http://` URLs are allowed besides `https://` (webhooks on a private network);
+    /// `false` for every association file, which Apple's downloader fetches over HTTPS only.
+    public var allowPlainHTTP = false
     /// Extra request headers, each `Name: value` (for example `If-None-Match: "abc"`).
     public var headers: [String]
     /// The `User-Agent` header.

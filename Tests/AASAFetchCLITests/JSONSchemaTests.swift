@@ -181,7 +181,8 @@ struct JSONSchemaTests {
         // Every schema is exercised.
         let names = try FileManager.default.contentsOfDirectory(atPath: SchemaValidator.schemaFolder.path)
             .filter { $0.hasSuffix(".schema.json") && $0 != "common.schema.json" }.map { String($0.dropLast(".schema.json".count)) }
-        #expect(Set(tool.documents.map(\.schema)) == Set(names))
+        // The webhook's body (not a command's output) is checked by notificationEventsMatchTheirSchema.
+        #expect(Set(tool.documents.map(\.schema)).union(["notification"]) == Set(names))
     }
 
     /// The schemas are strict: a key too many, a key missing, a date in another form, a value of

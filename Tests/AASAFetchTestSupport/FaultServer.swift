@@ -175,6 +175,10 @@ public struct FaultRequest: Sendable, Hashable, Decodable {
     public var sni: String?
     /// Every request header, names lower-cased.
     public var headers: [String: String]
+    /// The request method (`GET`, `POST`); absent for connection events.
+    public var method: String?
+    /// The request body as UTF-8 text (a webhook's POST); absent for connection events.
+    public var body: String?
 }
 
 /// Our own scriptable TLS server (`Resources/faultserver.py`) for faults nginx cannot produce:

@@ -457,9 +457,9 @@ _aasa-fetch_diagnose() {
 
 _aasa-fetch_refresh() {
     repeating_flags=()
-    non_repeating_flags=(--allow-private --watch --worker --all --json --quiet -q --version -h --help)
+    non_repeating_flags=(--allow-private --watch --worker --all --notify-allow-private --json --quiet -q --version -h --help)
     repeating_options=(--resolve --connect-to --host)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics --prune-after --keep-history)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics --notify --notify-format --notify-cacert)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -523,10 +523,13 @@ _aasa-fetch_refresh() {
     '--metrics')
         return
         ;;
-    '--prune-after')
+    '--notify')
         return
         ;;
-    '--keep-history')
+    '--notify-format')
+        return
+        ;;
+    '--notify-cacert')
         return
         ;;
     esac
@@ -534,7 +537,7 @@ _aasa-fetch_refresh() {
 
 _aasa-fetch_show() {
     repeating_flags=()
-    non_repeating_flags=(--versions --json --version -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--cache --store --history-limit)
     __aasa-fetch_offer_flags_options 1
@@ -646,25 +649,14 @@ _aasa-fetch_lint() {
 
 _aasa-fetch_diff() {
     repeating_flags=()
-    non_repeating_flags=(--json --stored --version -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--max-size --route --cache --store)
+    non_repeating_options=(--max-size)
     __aasa-fetch_offer_flags_options 2
 
     # Offer option value completions
     case "${prev}" in
     '--max-size')
-        return
-        ;;
-    '--route')
-        __aasa-fetch_add_completions -W 'origin'$'\n''cdn'
-        return
-        ;;
-    '--cache')
-        __aasa-fetch_add_completions -d
-        return
-        ;;
-    '--store')
         return
         ;;
     esac

@@ -194,6 +194,9 @@ public struct StoreRecorder: Sendable {
     public let store: any AssociationStore
     /// The policy.
     public let policy: RefreshPolicy
+    /// Whether each change recorded is also queued for delivery (`refresh --notify`), in the same
+    /// transaction (``HostUpdate/notifications``).
+    public var notify = false
 
     /// Creates a recorder.
     public init(store: any AssociationStore, policy: RefreshPolicy = RefreshPolicy()) {
@@ -220,9 +223,13 @@ public struct StoreRecorder: Sendable {
         var lost: [HostKey] = []
         var planned: [(key: HostKey, result: HostFetchResult, update: HostUpdate)] = []
         for (key, result) in zip(keys, results) {
-            guard let update = policy.update(for: result, previous: previous[key], needs: needs[key] ?? [], now: now) else {
+            guard var update = policy.update(for: result, previous: previous[key], needs: needs[key] ?? [], now: now) else {
                 abandoned.append(key)
                 continue
+            }
+            if notify && !update.events.isEmpty {
+                update.notifications = NotificationEvent.events(
+                    for: update.events, result: result, previousCode: previous[key]?.lastResult?.code, needs: needs[key] ?? [])
             }
             planned.append((key, result, update))
         }
@@ -273,6 +280,9 @@ public struct RefreshJob: Sendable {
     public let leaseSeconds: TimeInterval
     /// What each pass prunes after it (a worker: when it starts, then hourly).
     public let retention: RetentionPolicy
+    /// Whether changes are queued for delivery to a webhook (`refresh --notify`); see
+    /// ``StoreRecorder/notify`` and ``Notifier``.
+    public var notify = false
 
     /// Creates a job. Each leased row is fetched over its own route: origin rows with `fetcher`,
     /// CDN rows with `cdn` (by default Apple's CDN over `fetcher`'s transport and options).
@@ -374,7 +384,8 @@ public struct RefreshJob: Sendable {
         let results = await download.value
         stop.removeHandler(handler)  // a worker runs many batches: keep no finished download alive
         // Record in a task of its own: the store must not see the stop as a cancellation.
-        let recorder = StoreRecorder(store: store, policy: policy)
+        var recorder = StoreRecorder(store: store, policy: policy)
+        recorder.notify = notify
         let owner = self.owner
         let time = now()
         let (recorded, abandoned, lost) = try await Task {
@@ -398,6 +409,8 @@ public struct RefreshJob: Sendable {
         case storeUnavailable(StoreError, retryIn: TimeInterval)
         /// The worker pruned the store (``RetentionPolicy``; when it starts, then hourly) and removed something.
         case pruned(PruneReport)
+        /// Queued notifications were delivered, or one failed, or some were dropped (`--notify`).
+        case notified(NotifyReport)
     }
 
     /// `refresh --worker`: claims a batch, fetches and records it, and again, until `stop` fires.
@@ -411,6 +424,7 @@ public struct RefreshJob: Sendable {
         now: @escaping @Sendable () -> Date,
         stop: StopSignal,
         interval: TimeInterval,
+        notifier: Notifier? = nil,
         onEvent: @escaping @Sendable (WorkerEvent) -> Void
     ) async throws {
         var nextPrune = Date.distantPast
@@ -423,6 +437,11 @@ public struct RefreshJob: Sendable {
                     if !pruned.isEmpty { onEvent(.pruned(pruned)) }
                 }
                 let (claim, batch) = try await runBatch(now: now, stop: stop)
+                // After each batch and each idle wake: the queue, oldest first (one worker at a time).
+                if let notifier {
+                    let delivery = try await notifier.deliver(store: store, owner: owner, now: now, stop: stop)
+                    if delivery.delivered > 0 || delivery.failure != nil || delivery.dropped > 0 { onEvent(.notified(delivery)) }
+                }
                 if !claim.hosts.isEmpty {
                     var report = batch
                     report.nextDue = try await Task { try await store.nextDue() }.value

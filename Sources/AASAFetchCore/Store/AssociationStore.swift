@@ -87,6 +87,24 @@ public protocol AssociationStore: Sendable {
     /// The kept approved files of a host and route, latest first (index 0, -1, …); with `bodies`,
     /// their bytes too.
     func versions(of key: HostKey, bodies: Bool) async throws -> [StoredVersion]
+    /// Leases the oldest `limit` undelivered notifications to `owner` until `now + leaseSeconds`,
+    /// in one write transaction; reads and resets the count of notifications dropped because the
+    /// queue was full. Only one process delivers at a time, so events arrive in order: while
+    /// another owner holds an unexpired lease on a queued notification, nothing is leased
+    /// (``NotificationClaim/heldBy`` names it). A lease that lapsed (a killed process) is taken over.
+    func claimNotifications(now: Date, limit: Int, leaseSeconds: TimeInterval, owner: String) async throws -> NotificationClaim
+
+    /// Removes a delivered notification (after a 2xx answer) while `owner` holds its lease;
+    /// returns whether it was still there.
+    @discardableResult
+    func acknowledgeNotification(id: Int64, owner: String) async throws -> Bool
+
+    /// Releases `owner`'s leases on queued notifications, after a delivery that failed on the one
+    /// with id `failed` (its attempt count goes up and `error` is kept), or was stopped.
+    func releaseNotifications(owner: String, failed: Int64?, error: String?) async throws
+
+    /// The undelivered notifications, in delivery order (tests and diagnostics).
+    func queuedNotifications() async throws -> [QueuedNotification]
 }
 
 extension AssociationStore {

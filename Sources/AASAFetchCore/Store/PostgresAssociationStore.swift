@@ -15,6 +15,9 @@ public struct PostgresAssociationStore: AssociationStore {
     /// The connection URL with any password hidden, for messages.
     public let location: String
     private let connection: PostgresConnection
+    /// Most undelivered notifications kept (``NotificationQueue/capacity``); past it the oldest
+    /// are dropped and counted.
+    public var notificationCapacity = NotificationQueue.capacity
 
     /// The migrations this version knows, in order. Add versions; never edit a shipped one.
     static let migrations: [(version: String, statements: [String])] = [
@@ -70,6 +73,26 @@ public struct PostgresAssociationStore: AssociationStore {
             "CREATE INDEX history_host ON history (host, route, id)",
         ]),
         ("v2-retention", retentionMigration),
+        // Appended: the queue of undelivered notifications (refresh --notify), and how many were
+        // dropped because it was full.
+        ("v2-notify", [
+            """
+            CREATE TABLE notifications (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                event_id text NOT NULL,
+                host text NOT NULL,
+                route text NOT NULL,
+                kind text NOT NULL,
+                at timestamptz NOT NULL,
+                event text NOT NULL,
+                attempts integer NOT NULL DEFAULT 0,
+                last_error text,
+                lease_owner text,
+                lease_expires timestamptz
+            )
+            """,
+            "CREATE TABLE notification_drops (id integer PRIMARY KEY CHECK (id = 1), dropped bigint NOT NULL)",
+        ]),
     ]
 
     /// The advisory lock migrations run under (`aasafetc` as a big-endian integer).
@@ -273,6 +296,8 @@ public struct PostgresAssociationStore: AssociationStore {
         let sql = "UPDATE hosts SET \(assignments) WHERE \(condition)"
         let values = parameters
         let events = update.events
+        let notifications = update.notifications
+        let capacity = notificationCapacity
         let key = update.key
         let version = update.approvedBody.map { (body: $0, digest: SHA256.hex($0)) }
         let versionValidators = update.validators
@@ -287,6 +312,7 @@ public struct PostgresAssociationStore: AssociationStore {
             if let version {
                 try Self.keepVersion(tx, key: key, body: version.body, digest: version.digest, at: fetchedAt, validators: versionValidators)
             }
+            try Self.enqueue(notifications, capacity: capacity, tx)
             return .recorded
         }
     }

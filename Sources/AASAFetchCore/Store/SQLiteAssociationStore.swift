@@ -13,6 +13,9 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     /// The database file.
     public let path: String
+    /// Most undelivered notifications kept (``NotificationQueue/capacity``); past it the oldest
+    /// are dropped and counted.
+    public var notificationCapacity = NotificationQueue.capacity
     private let queue: DatabaseQueue
 
     public var location: String { path }
@@ -222,6 +225,29 @@ public struct SQLiteAssociationStore: AssociationStore {
                 """)
         }
         migrator.registerMigration("v2-retention", migrate: migrateRetention)
+        // Appended: the queue of undelivered notifications (refresh --notify), and how many were
+        // dropped because it was full.
+        migrator.registerMigration("v2-notify") { db in
+            try db.execute(sql: """
+                CREATE TABLE notifications (
+                    id INTEGER PRIMARY KEY,
+                    event_id TEXT NOT NULL,
+                    host TEXT NOT NULL,
+                    route TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    at REAL NOT NULL,
+                    event TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    last_error TEXT,
+                    lease_owner TEXT,
+                    lease_expires REAL
+                );
+                CREATE TABLE notification_drops (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    dropped INTEGER NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 
@@ -300,13 +326,23 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     @discardableResult
     public func record(_ update: HostUpdate, owner: String?) async throws -> RecordResult {
-        try await immediateWrite { db in try Self.recordRow(db, update, owner: owner) }
+        let capacity = notificationCapacity
+        return try await immediateWrite { db in
+            let result = try Self.recordRow(db, update, owner: owner)
+            if !update.notifications.isEmpty { try Self.boundNotifications(db, capacity: capacity) }
+            return result
+        }
     }
 
     /// Records many downloads in one write transaction (one lock, one commit), each as ``record(_:owner:)``.
     public func recordAll(_ updates: [HostUpdate], owner: String?) async throws -> [RecordResult] {
         guard !updates.isEmpty else { return [] }
-        return try await immediateWrite { db in try updates.map { try Self.recordRow(db, $0, owner: owner) } }
+        let capacity = notificationCapacity
+        return try await immediateWrite { db in
+            let results = try updates.map { try Self.recordRow(db, $0, owner: owner) }
+            if updates.contains(where: { !$0.notifications.isEmpty }) { try Self.boundNotifications(db, capacity: capacity) }
+            return results
+        }
     }
 
     private static func recordRow(_ db: Database, _ update: HostUpdate, owner: String?) throws -> RecordResult {
@@ -347,6 +383,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         if let approved = update.approvedBody {
             try Self.keepVersion(db, key: update.key, body: approved, at: result.fetchedAt, validators: update.validators)
         }
+        try Self.enqueue(update.notifications, db)
         return .recorded
     }
 

@@ -281,6 +281,9 @@ public struct HostUpdate: Sendable, Hashable {
     public var outcome: RefreshOutcome
     /// Changes to add to the history.
     public var events: [HistoryEvent]
+    /// Notifications to queue for delivery (`refresh --notify`), in the same transaction as the
+    /// history, so a change recorded is a change notified; empty without `--notify`.
+    public var notifications: [NotificationEvent] = []
 
     /// Creates an update.
     public init(

@@ -34,7 +34,8 @@ A behaviour B is an object with "action":
   raw                  send the body bytes as they are, no HTTP framing (HTTP/0.9, garbage), close
   hold-until-file      hold the request until the file "releaseFile" exists (at most "wait"
                        seconds, default 30), then respond like "respond"
-Each request is logged to --log as one JSON object a line: path, host, userAgent, sni, headers.
+Each request is logged to --log as one JSON object a line: path, host, userAgent, sni, headers,
+method and body (a request body as announced by Content-Length, at most 1 MiB, as UTF-8 text).
 """
 
 import argparse
@@ -117,7 +118,8 @@ def read_request(conn):
         data += chunk
         if len(data) > 65536:
             return None
-    text = data.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+    head_bytes, rest = data.split(b"\r\n\r\n", 1)
+    text = head_bytes.decode("latin-1")
     lines = text.split("\r\n")
     parts = lines[0].split(" ")
     headers = {}
@@ -125,8 +127,19 @@ def read_request(conn):
         if ":" in line:
             name, value = line.split(":", 1)
             headers[name.strip().lower()] = value.strip()
+    # A request body (a webhook's POST): read as announced, at most 1 MiB.
+    try:
+        length = min(int(headers.get("content-length", "0")), 1 << 20)
+    except ValueError:
+        length = 0
+    body = rest
+    while len(body) < length:
+        chunk = conn.recv(min(65536, length - len(body)))
+        if not chunk:
+            break
+        body += chunk
     return {"method": parts[0] if parts else "", "path": parts[1] if len(parts) > 1 else "",
-            "headers": headers}
+            "headers": headers, "body": body[:length].decode("utf-8", "replace")}
 
 
 def reset(conn):
@@ -255,7 +268,8 @@ def serve(raw, context, script, log_path):
         log(log_path, {"event": "request", "path": request["path"],
                        "host": request["headers"].get("host"),
                        "userAgent": request["headers"].get("user-agent"),
-                       "sni": sni, "headers": request["headers"]})
+                       "sni": sni, "headers": request["headers"],
+                       "method": request["method"], "body": request["body"]})
         path_only = request["path"].split("?", 1)[0]
         if request["path"] in paths:
             key = "path:" + request["path"]
