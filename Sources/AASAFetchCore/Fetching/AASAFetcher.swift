@@ -10,11 +10,20 @@ public struct AASAFetcher: Sendable {
     /// The legacy path tried after a 404 (the Apple CDN never reads it).
     public static let legacyRootPath = "/apple-app-site-association"
 
-    /// Hosts admitted per download slot. The transport runs at most `--concurrency` transfers
-    /// and starts the next queued one on its own thread the moment one finishes, so with twice as
-    /// many hosts admitted the curl thread never waits for a task thread to hand it the next host
-    /// (a third of its time on a 2-core machine before). Timeouts start when a transfer starts.
-    public static let admissionDepth = 2
+    /// Hosts admitted beyond `--concurrency` at most. The transport runs at most `--concurrency`
+    /// transfers and starts the next queued one on its own thread the moment one finishes, so a few
+    /// hosts waiting in its queue keep the curl thread from waiting for a task thread to hand it the
+    /// next host; every admitted host is a suspended task, so the queue stays small instead of
+    /// growing with the concurrency (it was `--concurrency` more, 2,048 tasks at 1,024).
+    /// Timeouts start when a transfer starts.
+    public static let admissionSlack = 32
+
+    /// How many hosts a window admits at once for `concurrency` transfers: the concurrency plus at
+    /// most ``admissionSlack`` (and at most the concurrency again).
+    public static func admissionLimit(concurrency: Int) -> Int {
+        let concurrency = max(1, concurrency)
+        return concurrency + min(concurrency, admissionSlack)
+    }
 
     /// The transport (a CDN fetcher for the same run shares it).
     let transport: any HTTPTransferring
@@ -54,7 +63,7 @@ public struct AASAFetcher: Sendable {
     /// position in the plan) and keeps none, so memory does not grow with the number of hosts.
     /// The next download is admitted before `handle` runs, so the window stays full.
     public func fetchEach(_ fetches: [PlannedFetch], handle: (HostFetchResult) async -> Void) async {
-        await SlidingWindow.run(count: fetches.count, limit: options.concurrency * Self.admissionDepth, work: { position in
+        await SlidingWindow.run(count: fetches.count, limit: Self.admissionLimit(concurrency: options.concurrency), work: { position in
             await self.fetch(host: fetches[position].host, startOrder: position)
         }, handle: handle)
     }
@@ -69,7 +78,7 @@ public struct AASAFetcher: Sendable {
             guard let host = next() else { return nil }
             defer { position += 1 }
             return (host, position)
-        }, limit: options.concurrency * Self.admissionDepth, work: { item in
+        }, limit: Self.admissionLimit(concurrency: options.concurrency), work: { item in
             await self.fetch(host: item.host, startOrder: item.position)
         }, handle: handle)
     }
