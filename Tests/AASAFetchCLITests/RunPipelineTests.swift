@@ -18,7 +18,7 @@ struct RunPipelineTests {
         process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
         // approved.test is planned first (same tier, entitlement order); never.test never answers.
         process.arguments = fixture.network + ["--quiet", "--no-store", "--route", "both", "--app-id", DiagnoseFaultMatrixTests.appID,
-                                               "--max-time", "120", "--retry-delays", "",
+                                               "--connect-timeout", "120", "--max-time", "120", "--retry-delays", "",
                                                "--domain", "applinks:approved.test", "--domain", "applinks:never.test"]
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AASA_FETCH_") }
         environment["AASA_FETCH_CACHE"] = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString)").path
