@@ -40,81 +40,20 @@ extension AASAFetchCommand {
 
         func run() async throws {
             let console = Console.standard
-            if input.domainsFile != nil, routing.route == .origin, Self.spoolEnabled {
+            if input.domainsFile != nil, routing.route == .origin {
                 try await runSpooled(console: console)
                 return
             }
             let loaded = try input.loadOrExit(console: console)
             let region = input.effectiveRegion
             let plan = FetchPlan(entries: loaded.entries, prioritizer: DomainPrioritizer(region: region))
-            // Every fetch with its route (a CDN host is keyed by its route in the store, too).
-            let routed = RoutedRun.split(plan, route: routing.route).plan
-            if routing.route != .both {
-                // Stream results (judge, print, record) instead of keeping them all; `both` needs
-                // each host's two answers side by side, so it keeps them.
-                try await runStreaming(source: PlanSource(plan: routed), settled: loaded.settled, region: region, console: console) { store, now throws(CommandFailure) in
-                    try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: store, now: now)
-                }
-                return
+            // Every fetch with its route (a CDN host is keyed by its route in the store, too); with
+            // `both`, the CDN fetches compared with the origin's, host by host.
+            let (routed, comparison) = RoutedRun.split(plan, route: routing.route)
+            let source = PlanSource(plan: routed, comparison: comparison, labelsCDN: routing.route == .cdn)
+            try await runStreaming(source: source, settled: loaded.settled, region: region, console: console) { store, now throws(CommandFailure) in
+                try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: store, now: now)
             }
-            // The store: opened before any download, so an unusable one stops the run at once.
-            var recording: (store: any AssociationStore, previous: [HostKey: HostState])?
-            if !noStore {
-                do {
-                    let opened = try await store.open(create: true)
-                    let registeredAt = Date()
-                    recording = (opened, try await StoreSession.register(plan: routed, appIDs: loaded.appIDs, in: opened, now: registeredAt))
-                    try await StoreSession.replaceSets(appIDs: loaded.appIDs, route: routing.route, registeredAt: registeredAt, in: opened,
-                                                       console: quiet ? nil : console)
-                } catch {
-                    throw CommandFailure(code: error.code, message: "\(error.message) (--no-store runs without it)")
-                }
-            }
-            let options = network.fetchOptions
-            // One connection to the CDN, which HTTP/2 multiplexes (without the limit libcurl 7.88
-            // opens one per transfer started before the first connection is up).
-            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
-            let fetcher = AASAFetcher(transport: client, options: options)
-            let progress = ProgressReporter(total: plan.fetches.count, quiet: quiet, console: console)
-            let cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
-            let run = await RoutedRun.fetch(plan, route: routing.route, origin: fetcher, cdn: cdn) { done, result in
-                progress.update(done: done, result: result)
-            }
-            progress.finish()
-            await client.shutdown()
-            // Recorded while the report is judged and printed (another core).
-            let recordingTask = recording.map { recording in
-                Task { () -> CommandFailure? in
-                    do throws(CommandFailure) {
-                        try await StoreSession.record(run.results, previous: recording.previous, in: recording.store, now: Date())
-                        return nil
-                    } catch {
-                        return error
-                    }
-                }
-            }
-
-            let report = run.report(appIDs: loaded.appIDs, appIDSource: loaded.appIDSource, region: region, findings: loaded.findings)
-            switch output.format {
-            case .json:
-                try console.json(report)
-            case .human:
-                HumanRenderer(console: console).renderRun(report)
-            case .github, .sarif, .junit:
-                var stream = FetchCIStream(writer: CIWriters.standardOutput(output.format, console: console), sources: loaded.sources)
-                try stream.render(report)
-            }
-            var storeFailure = await recordingTask?.value ?? nil
-            let shortages = run.results.filter { $0.code == "descriptors-exhausted" }.count
-            if storeFailure == nil, shortages > 0 { storeFailure = .descriptorsExhausted(hosts: shortages) }
-            if let storeFailure { throw storeFailure }
-            if !report.succeeded { throw ExitStatus.failure }
-        }
-
-        /// Whether `--domains` runs go through the run spool: yes unless `AASA_FETCH_SPOOL=off`
-        /// (which keeps the whole list in memory, as runs over small inputs do; for comparisons).
-        static var spoolEnabled: Bool {
-            ProcessInfo.processInfo.environment["AASA_FETCH_SPOOL"]?.lowercased() != "off"
         }
 
         /// A `--domains` run on the origin route through a ``RunSpool``: the list is read line by
@@ -147,7 +86,7 @@ extension AASAFetchCommand {
             }
         }
 
-        /// The origin or CDN route, streamed: opens the store and registers the run's hosts with
+        /// Every run, streamed: opens the store and registers the run's hosts with
         /// `register`, fetches, judges, prints and records each host, and sets the exit status.
         private func runStreaming(
             source: any RunSource, settled: InputOptions.Settled, region: String?, console: Console,
@@ -170,12 +109,12 @@ extension AASAFetchCommand {
                 }
             }
             let options = network.fetchOptions
-            // With the CDN route, one connection to the CDN, which HTTP/2 multiplexes.
-            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: routing.route == .cdn ? 1 : 0)
-            let fetcher = AASAFetcher(transport: client, options: options)
-            if routing.route == .cdn, let plan = source as? PlanSource {
-                plan.cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
-            }
+            // With the CDN (`cdn`, `both`), one connection to it, which HTTP/2 multiplexes (without
+            // the limit libcurl 7.88 opens one per transfer started before the first is up).
+            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: routing.route == .origin ? 0 : 1)
+            let fetcher = RouteFetcher(
+                origin: AASAFetcher(transport: client, options: options),
+                cdn: CDNFetcher(transport: client, options: options, base: routing.cdnBase))
             let hosts = source.hostCount
             let progress = ProgressReporter(total: hosts, quiet: quiet, console: console)
             let streaming = StreamingRun(

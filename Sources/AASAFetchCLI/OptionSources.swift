@@ -42,7 +42,8 @@ public enum OptionSources {
     public static let environmentPrefix = "AASA_FETCH_"
 
     /// Variables with the prefix that are read directly by the code and are not options.
-    public static let nonOptionVariables: Set<String> = ["AASA_FETCH_SPOOL"]
+    /// (None today: `AASA_FETCH_SPOOL` is gone, a `--domains` run always uses the run spool.)
+    public static let nonOptionVariables: Set<String> = []
 
     /// Options that never come from the environment (ArgumentParser's own).
     static let builtInOptions: Set<String> = ["help", "version", "experimental-dump-help", "generate-completion-script"]

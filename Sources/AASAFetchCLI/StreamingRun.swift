@@ -1,13 +1,15 @@
 import AASAFetchCore
 import Foundation
 
-/// The fetch run (origin or CDN route) without holding results: each host is judged, printed (human or
-/// JSON) and recorded in the store (in batches) as soon as it and every host planned before it are
-/// done. With a ``PlanSource`` the entries and plan are in memory; with a ``SpoolSource`` (a
-/// `--domains` list) they stay in the run spool, so memory does not grow with the number of hosts.
+/// The fetch run (every route) without holding results: each host is fetched by the one fetch
+/// stage (``RouteFetcher/fetchEach(next:handle:)``), judged, printed (human or JSON) and recorded
+/// in the store (in batches) as soon as it and every host planned before it are done. With a
+/// ``PlanSource`` the entries and plan are in memory; with a ``SpoolSource`` (a `--domains` list)
+/// they stay in the run spool, so memory does not grow with the number of hosts. With
+/// `--route both` a host's two answers travel together (``FetchedHost``) until it is judged.
 struct StreamingRun {
     let source: any RunSource
-    let fetcher: AASAFetcher
+    let fetcher: RouteFetcher
     let settled: InputOptions.Settled
     let region: String?
     /// The output format.
@@ -25,7 +27,7 @@ struct StreamingRun {
     /// spool failure, if any.
     func run() async -> (summary: RunSummary?, failure: CommandFailure?) {
         let appIDs = settled.appIDs
-        var waiting: [Int: HostFetchResult] = [:]
+        var waiting: [Int: FetchedHost] = [:]
         var next = 0
         var done = 0
         var domainWarnings = 0
@@ -33,7 +35,7 @@ struct StreamingRun {
         var storeFailure: CommandFailure?
         var spoolFailure: CommandFailure?
         // On the CDN route, CDN records are labelled "HOST (cdn)".
-        let labelSuffix = (source as? PlanSource)?.cdn == nil ? 0 : RunRenderer.cdnSuffix.count
+        let labelSuffix = source.labelsCDN ? RunRenderer.cdnSuffix.count : 0
         var shortages = 0
         var stopped = false
         var human = RunRenderer(console: console, hostWidth: RunRenderer.width(longest: source.longestHost.map { $0 + labelSuffix }))
@@ -71,11 +73,12 @@ struct StreamingRun {
         }
 
         do {
-            try await source.fetchEach(with: fetcher) { result in
+            try await source.fetchEach(with: fetcher) { fetched in
+                let result = fetched.result
                 done += 1
                 if result.code == "descriptors-exhausted" { shortages += 1 }
                 progress.update(done: done, result: result)
-                waiting[result.startOrder] = result
+                waiting[result.startOrder] = fetched
                 // Print in start order: a host waits only for hosts planned before it.
                 while let ready = waiting.removeValue(forKey: next) {
                     next += 1
@@ -106,7 +109,7 @@ struct StreamingRun {
                     }
                     if store != nil {
                         // The store keeps the body; this run does not.
-                        pending.append(ready)
+                        pending.append(ready.result)
                         if pending.count >= Self.recordBatch { await flush() }
                     }
                 }
@@ -163,11 +166,13 @@ protocol RunSource: AnyObject {
     var hostCount: Int { get }
     /// The longest host's length (`nil` without hosts), for the human table's column.
     var longestHost: Int? { get }
-    /// Fetches every host in start order with at most the fetcher's concurrency in flight, handing
-    /// each result over as it finishes (``HostFetchResult/startOrder`` is its position).
-    func fetchEach(with fetcher: AASAFetcher, handle: (HostFetchResult) async -> Void) async throws
-    /// Judges a result (called in start order) and updates the verdicts of its entries.
-    func judge(_ result: HostFetchResult, appIDs: [String]) throws -> DomainReport
+    /// Whether host labels may carry the CDN suffix (`--route cdn`).
+    var labelsCDN: Bool { get }
+    /// Feeds every host in start order to the fetch stage, handing each fetched host over as it
+    /// finishes (``HostFetchResult/startOrder`` is its position).
+    func fetchEach(with fetcher: RouteFetcher, handle: (FetchedHost) async -> Void) async throws
+    /// Judges a fetched host (called in start order) and updates the verdicts of its entries.
+    func judge(_ fetched: FetchedHost, appIDs: [String]) throws -> DomainReport
     /// Calls `body` with the selected verdicts in entry order.
     func forEachVerdict(_ selection: VerdictSelection, _ body: (EntryVerdict) throws -> Void) throws
     /// Counts over every verdict.
@@ -177,31 +182,52 @@ protocol RunSource: AnyObject {
 /// A run's entries, plan and verdicts in memory (entitlements, `--app`, `--domain`: small inputs).
 final class PlanSource: RunSource {
     let plan: FetchPlan
+    let labelsCDN: Bool
     private var verdicts: [EntryVerdict]
-    /// Fetches the plan's `.cdn` fetches (`--route cdn`); `nil` when every fetch is on the origin.
-    var cdn: CDNFetcher?
+    /// With `--route both`: per plan position, the CDN fetch compared with it.
+    private let comparisons: [PlannedFetch?]
+    /// The verdicts the CDN's copies would give (`--route both`), kept apart so the origin alone
+    /// decides the entries' verdicts.
+    private var comparisonVerdicts: [EntryVerdict]
 
-    init(plan: FetchPlan) {
+    /// A source over `plan`; `comparison` (from ``RoutedRun/split(_:route:)`` with `both`) are the
+    /// CDN fetches compared with the plan's fetches of the same hosts.
+    init(plan: FetchPlan, comparison: [PlannedFetch] = [], labelsCDN: Bool = false) {
         self.plan = plan
+        self.labelsCDN = labelsCDN
         verdicts = plan.entries.map(EntryVerdict.init(parsed:))
+        if comparison.isEmpty {
+            comparisons = []
+            comparisonVerdicts = []
+        } else {
+            var byHost: [String: PlannedFetch] = [:]
+            for fetch in comparison where byHost[fetch.host] == nil { byHost[fetch.host] = fetch }
+            comparisons = plan.fetches.map { byHost[$0.host] }
+            comparisonVerdicts = verdicts
+        }
     }
 
     var entryCount: Int { plan.entries.count }
     var hostCount: Int { plan.fetches.count }
     var longestHost: Int? { plan.fetches.map(\.host.count).max() }
 
-    func fetchEach(with fetcher: AASAFetcher, handle: (HostFetchResult) async -> Void) async {
-        guard let cdn else {
-            await fetcher.fetchEach(plan.fetches, handle: handle)
-            return
-        }
-        // One window over both routes (developer-mode entries stay on the origin).
-        await RouteFetcher(origin: fetcher, cdn: cdn).fetchEach(plan.fetches, handle: handle)
+    func fetchEach(with fetcher: RouteFetcher, handle: (FetchedHost) async -> Void) async {
+        var position = 0
+        await fetcher.fetchEach(next: { () -> RunFetch? in
+            guard position < plan.fetches.count else { return nil }
+            defer { position += 1 }
+            return RunFetch(planned: plan.fetches[position], comparison: comparisons.isEmpty ? nil : comparisons[position])
+        }, handle: handle)
     }
 
-    func judge(_ result: HostFetchResult, appIDs: [String]) -> DomainReport {
-        var domain = AssociationJudge.judgeHost(plan.fetches[result.startOrder], result: result, verdicts: &verdicts, appIDs: appIDs)
-        if domain.route == .cdn { domain.cdn = CDNRecord(domain: domain, result: result) }
+    func judge(_ fetched: FetchedHost, appIDs: [String]) -> DomainReport {
+        let position = fetched.result.startOrder
+        var domain = AssociationJudge.judgeHost(plan.fetches[position], result: fetched.result, verdicts: &verdicts, appIDs: appIDs)
+        RoutedRun.attachCDNRecord(to: &domain, result: fetched.result)
+        if let compared = fetched.comparison, let planned = comparisons[position] {
+            let cdnDomain = AssociationJudge.judgeHost(planned, result: compared, verdicts: &comparisonVerdicts, appIDs: appIDs)
+            RoutedRun.attachComparison(to: &domain, origin: fetched.result, cdnDomain: cdnDomain, cdnResult: compared)
+        }
         return domain
     }
 
@@ -228,6 +254,7 @@ final class SpoolSource: RunSource {
     let entryCount: Int
     let hostCount: Int
     let longestHost: Int?
+    var labelsCDN: Bool { false }
     /// Hosts read per query.
     static let pageSize = 1000
     /// The tiers of hosts admitted and not yet judged, by start position (bounded by the window
@@ -239,16 +266,16 @@ final class SpoolSource: RunSource {
         (entryCount, hostCount, longestHost) = try spool.sizes()
     }
 
-    func fetchEach(with fetcher: AASAFetcher, handle: (HostFetchResult) async -> Void) async throws {
+    func fetchEach(with fetcher: RouteFetcher, handle: (FetchedHost) async -> Void) async throws {
         var cursor = spool.hostCursor(pageSize: Self.pageSize)
         var position = 0
         var failure: (any Error)?
-        await fetcher.fetchEach(next: { () -> String? in
+        await fetcher.fetchEach(next: { () -> RunFetch? in
             do {
                 guard let host = try cursor.next() else { return nil }
                 tiers[position] = host.tier
                 position += 1
-                return host.host
+                return RunFetch(planned: PlannedFetch(host: host.host, route: .origin, tier: host.tier, entryIndexes: []))
             } catch {
                 failure = error
                 return nil
@@ -257,7 +284,8 @@ final class SpoolSource: RunSource {
         if let failure { throw failure }
     }
 
-    func judge(_ result: HostFetchResult, appIDs: [String]) throws -> DomainReport {
+    func judge(_ fetched: FetchedHost, appIDs: [String]) throws -> DomainReport {
+        let result = fetched.result
         guard let tier = tiers.removeValue(forKey: result.startOrder) else {
             throw SpoolError("no host admitted at position \(result.startOrder)")
         }

@@ -4,9 +4,8 @@ import Foundation
 import Testing
 
 /// `--domains FILE` runs go through the run spool (a temporary SQLite database) instead of memory:
-/// their JSON and human output must be byte for byte those of the in-memory path
-/// (`AASA_FETCH_SPOOL=off`, or the same entries as `--domain` arguments), and the spool must be
-/// gone after every run, failed or interrupted.
+/// their JSON and human output must be byte for byte those of the same entries given as `--domain`
+/// arguments (a plan in memory), and the spool must be gone after every run, failed or interrupted.
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct SpooledListTests {
     static let appID = FetchIntegrationTests.appID
@@ -44,7 +43,7 @@ struct SpooledListTests {
         return text
     }
 
-    /// The spool path, the in-memory path and plain `--domain` arguments print the same report.
+    /// The spool path and plain `--domain` arguments (a plan in memory) print the same report.
     @Test func spooledRunPrintsWhatTheInMemoryRunPrints() async throws {
         let fixture = try await FetchIntegrationTests.Fixture.start()
         defer { fixture.stop() }
@@ -61,12 +60,9 @@ struct SpooledListTests {
         for output in [["--json"], []] {
             let cache = work.appendingPathComponent("cache-\(output.count)").path
             let spooled = try ToolRunner.run(common + ["--domains", listFile.path] + output, cache: cache, environment: ["TMPDIR": tmp.path])
-            let inMemory = try ToolRunner.run(common + ["--domains", listFile.path] + output, environment: ["AASA_FETCH_SPOOL": "off"])
             let plain = try ToolRunner.run(common + asArguments + output)
             #expect(spooled.status == 1, "\(spooled.stderr)")
-            #expect(inMemory.status == spooled.status)
             #expect(plain.status == spooled.status)
-            #expect(Self.normalized(spooled.stdout) == Self.normalized(inMemory.stdout), "\(output)")
             #expect(Self.normalized(spooled.stdout) == Self.normalized(plain.stdout), "\(output)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "spool left behind")
 
@@ -107,12 +103,13 @@ struct SpooledListTests {
         }
         let listFile = work.appendingPathComponent("list.txt")
         try Data(lines.joined(separator: "\n").utf8).write(to: listFile)
+        let asArguments = Self.entries(of: lines.joined(separator: "\n")).flatMap { ["--domain", $0] }
         // Every host is refused as a private address without a request: deterministic, no network.
         let arguments = ["--domains", listFile.path, "--no-store", "--region", "DE", "--app-id", Self.appID, "--quiet",
                          "--connect-to", "::127.0.0.1:9", "--connect-timeout", "1", "--retry-delays", "", "--concurrency", "64"]
         for output in [["--json"], []] {
             let spooled = try ToolRunner.run(arguments + output, environment: ["TMPDIR": work.path], timeout: .seconds(240))
-            let inMemory = try ToolRunner.run(arguments + output, environment: ["AASA_FETCH_SPOOL": "off"], timeout: .seconds(240))
+            let inMemory = try ToolRunner.run(asArguments + Array(arguments.dropFirst(2)) + output, timeout: .seconds(240))
             #expect(spooled.status == 1, "\(spooled.stderr)")
             #expect(Self.normalized(spooled.stdout) == Self.normalized(inMemory.stdout), "\(output)")
             #expect(spooled.stdout.count > 100_000)
@@ -129,7 +126,7 @@ struct SpooledListTests {
         func leftovers() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: tmp.path) }
         let base = ["--app-id", Self.appID, "--quiet", "--connect-to", "::127.0.0.1:9", "--connect-timeout", "1", "--retry-delays", ""]
 
-        // Not UTF-8: the line is named; the in-memory path fails the same way (code and exit status).
+        // Not UTF-8: the line is named; the in-memory reading (`--route cdn`) fails the same way (code and exit status).
         let latin1 = work.appendingPathComponent("latin1.txt")
         try Data(Array("good.example.com\n".utf8) + [0x62, 0xFC, 0x63, 0x68, 0x65, 0x72, 0x2E, 0x64, 0x65, 0x0A]).write(to: latin1)
         let invalid = try ToolRunner.run(base + ["--domains", latin1.path], environment: ["TMPDIR": tmp.path])
@@ -137,7 +134,7 @@ struct SpooledListTests {
         #expect(invalid.stderr.contains("domains-unreadable") && invalid.stderr.contains("line 2 is not valid UTF-8"), "\(invalid.stderr)")
         #expect(invalid.stdout.isEmpty)
         #expect(try leftovers().isEmpty)
-        let invalidInMemory = try ToolRunner.run(base + ["--domains", latin1.path], environment: ["AASA_FETCH_SPOOL": "off"])
+        let invalidInMemory = try ToolRunner.run(base + ["--route", "cdn", "--domains", latin1.path])
         #expect(invalidInMemory.status == 2)
         #expect(invalidInMemory.stderr.contains("domains-unreadable"))
 
@@ -173,7 +170,7 @@ struct SpooledListTests {
 
     /// A line over 64 KiB (a file without line ends, `/dev/zero` among them) stops the run with
     /// `domains-line-too-long` naming the line, exit 2, in bounded memory, and removes the spool;
-    /// the in-memory path and `plan` read the list through the same reader.
+    /// the in-memory reading (`--route cdn`) and `plan` read the list through the same reader.
     @Test func overlongLineStopsTheRunAndRemovesTheSpool() throws {
         let work = try Self.folder("spool-long-line")
         defer { try? FileManager.default.removeItem(at: work) }
@@ -189,8 +186,8 @@ struct SpooledListTests {
                     "\(path): \(spooled.stderr)")
             #expect(spooled.stdout.isEmpty)
             #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "spool left behind")
-            for (arguments, environment) in [(base, ["AASA_FETCH_SPOOL": "off"]), (["plan"], [:])] {
-                let result = try ToolRunner.run(arguments + ["--domains", path], environment: environment, timeout: .seconds(60))
+            for arguments in [base + ["--route", "cdn"], ["plan"]] {
+                let result = try ToolRunner.run(arguments + ["--domains", path], timeout: .seconds(60))
                 #expect(result.status == 2, "\(arguments) \(path): \(result.stderr)")
                 #expect(result.stderr.contains("domains-line-too-long"), "\(arguments) \(path): \(result.stderr)")
             }

@@ -32,7 +32,7 @@ enum ToolRunner {
 
     /// Runs the tool. Unless `cache` (a store folder) is given, it gets a fresh throwaway store
     /// (`AASA_FETCH_CACHE`), so runs never share state nor touch the repository's `cache/`.
-    /// `environment` adds variables (`TMPDIR`, `AASA_FETCH_SPOOL`).
+    /// `environment` adds variables (`TMPDIR`).
     static func run(_ arguments: [String], cache: String? = nil, environment extra: [String: String] = [:],
                     timeout: Duration = .seconds(60)) throws -> Result {
         var environment = ["NO_COLOR": "1"].merging(extra) { _, given in given }

@@ -186,9 +186,9 @@ _aasa-fetch() {
 
 _aasa-fetch_fetch() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --no-store --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store --format --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -259,14 +259,22 @@ _aasa-fetch_fetch() {
     '--store')
         return
         ;;
+    '--format')
+        __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_plan() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --json --version -h --help)
+    non_repeating_flags=(--quiet -q --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define)
-    non_repeating_options=(--entitlements --app --domains --region)
+    non_repeating_options=(--entitlements --app --domains --region --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -295,14 +303,18 @@ _aasa-fetch_plan() {
     '--region')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_match() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --no-store --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cache --store)
+    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cache --store --config)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
@@ -381,14 +393,18 @@ _aasa-fetch_match() {
     '--store')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_diagnose() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --allow-private --json --version -h --help)
+    non_repeating_flags=(--quiet -q --allow-private --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --format --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -452,14 +468,22 @@ _aasa-fetch_diagnose() {
     '--cdn-base')
         return
         ;;
+    '--format')
+        __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_refresh() {
     repeating_flags=()
-    non_repeating_flags=(--allow-private --watch --worker --all --notify-allow-private --json --quiet -q --version -h --help)
+    non_repeating_flags=(--allow-private --watch --worker --all --notify-allow-private --json --quiet -q --no-config --version -h --help)
     repeating_options=(--resolve --connect-to --host)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics --notify --notify-format --notify-cacert)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics --prune-after --keep-history --notify --notify-format --notify-cacert --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -523,6 +547,12 @@ _aasa-fetch_refresh() {
     '--metrics')
         return
         ;;
+    '--prune-after')
+        return
+        ;;
+    '--keep-history')
+        return
+        ;;
     '--notify')
         return
         ;;
@@ -532,14 +562,18 @@ _aasa-fetch_refresh() {
     '--notify-cacert')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_show() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--versions --json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --history-limit)
+    non_repeating_options=(--cache --store --history-limit --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -554,14 +588,18 @@ _aasa-fetch_show() {
     '--history-limit')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_forget() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store)
+    non_repeating_options=(--cache --store --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -573,14 +611,18 @@ _aasa-fetch_forget() {
     '--store')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_export() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --out)
+    non_repeating_options=(--cache --store --out --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -596,14 +638,18 @@ _aasa-fetch_export() {
         __aasa-fetch_add_completions -d
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_report() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--cache --store --html --history-limit)
+    non_repeating_options=(--cache --store --html --history-limit --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -621,19 +667,31 @@ _aasa-fetch_report() {
     '--history-limit')
         return
         ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
+        return
+        ;;
     esac
 }
 
 _aasa-fetch_lint() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--max-size)
+    non_repeating_options=(--format --max-size --config)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
+    '--format')
+        __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
+        return
+        ;;
     '--max-size')
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac
@@ -649,14 +707,29 @@ _aasa-fetch_lint() {
 
 _aasa-fetch_diff() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --stored --no-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--max-size)
+    non_repeating_options=(--max-size --route --cache --store --config)
     __aasa-fetch_offer_flags_options 2
 
     # Offer option value completions
     case "${prev}" in
     '--max-size')
+        return
+        ;;
+    '--route')
+        __aasa-fetch_add_completions -W 'origin'$'\n''cdn'
+        return
+        ;;
+    '--cache')
+        __aasa-fetch_add_completions -d
+        return
+        ;;
+    '--store')
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac
@@ -676,9 +749,9 @@ _aasa-fetch_diff() {
 
 _aasa-fetch_entitlements() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=(--define)
-    non_repeating_options=(--compare)
+    non_repeating_options=(--compare --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -688,6 +761,10 @@ _aasa-fetch_entitlements() {
         return
         ;;
     '--define')
+        return
+        ;;
+    '--config')
+        __aasa-fetch_add_completions -o plusdirs -fX '!*.@(json|yaml|yml)'
         return
         ;;
     esac

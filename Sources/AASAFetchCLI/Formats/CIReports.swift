@@ -117,15 +117,6 @@ struct FetchCIStream {
         writer.finish(summary: RunRenderer.tally(associated: s.associated, entries: s.entries, failed: s.failed, unjudged: s.unjudged,
                                                  warnings: s.warnings, console: Console(colors: false)))
     }
-
-    /// A whole report (`--route both`).
-    mutating func render(_ report: RunReport) throws {
-        begin(findings: report.findings)
-        for domain in report.domains { self.domain(domain) }
-        try finish(unfetchable: { body in
-            for verdict in report.entries where !verdict.entry.isFetchable { try body(verdict) }
-        }, summary: report.summary)
-    }
 }
 
 /// `lint` in a CI format: one group `lint`, one case per file (failed with its first error,

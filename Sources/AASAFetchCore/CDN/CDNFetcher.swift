@@ -37,19 +37,6 @@ public struct CDNFetcher: Sendable {
     /// The CDN URL of a host's file.
     public func url(for host: String) -> String { base + host }
 
-    /// Fetches every planned host from the CDN, at most `options.concurrency` at once (HTTP/2
-    /// streams of one connection). Results come back in the order given.
-    public func fetchAll(_ fetches: [PlannedFetch]) async -> [HostFetchResult] {
-        var results: [HostFetchResult?] = Array(repeating: nil, count: fetches.count)
-        await SlidingWindow.run(count: fetches.count, limit: fetcher.options.concurrency, work: { position in
-            await self.fetch(host: fetches[position].host, startOrder: position)
-        }, handle: { result in results[result.startOrder] = result })
-        return results.enumerated().map { position, result in
-            result ?? HostFetchResult(host: fetches[position].host, route: .cdn, url: url(for: fetches[position].host),
-                                      code: "cancelled", reason: "the run was cancelled", startOrder: position)
-        }
-    }
-
     /// Fetches one host's file from the CDN (retrying transient failures as the origin route does).
     /// With `conditional` (a refresh of a stored CDN copy), the request carries its validators and
     /// a 304 is judged on the stored copy (`ok`, HTTP status 304).

@@ -69,19 +69,10 @@ public struct CDNRecord: Sendable, Encodable {
     }
 }
 
-/// The downloads of one run over the chosen route, before judging.
-public struct RoutedRun: Sendable {
-    /// The route chosen.
-    public var route: RouteChoice
-    /// The plan whose results decide the verdict: origin fetches, CDN fetches (`cdn`), or both kinds.
-    public var plan: FetchPlan
-    /// Results of ``plan``'s fetches, in plan order; each carries its route.
-    public var results: [HostFetchResult]
-    /// With `both`: the CDN fetches made for comparison (plain entries only), and their results.
-    public var comparisonFetches: [PlannedFetch]
-    /// Results of ``comparisonFetches``.
-    public var comparisonResults: [HostFetchResult]
-
+/// How a run's plan is split over the chosen route, and how `--route both` compares a host's two
+/// answers. The run itself is the one pipeline of every fetch (`RouteFetcher.fetchEach(next:handle:)`,
+/// then the judge and the sinks, host by host in start order).
+public enum RoutedRun {
     /// Splits a plan by route. `?mode=developer`/`managed` entries always go to the origin; with
     /// `cdn` a host with both kinds of entries is fetched once per route; with `both` the verdict
     /// plan stays the origin's and the CDN fetches are returned for comparison.
@@ -110,69 +101,24 @@ public struct RoutedRun: Sendable {
         }
     }
 
-    /// Downloads a plan over a route: origin fetches with `origin`, CDN fetches with `cdn` (one
-    /// shared HTTP/2 connection), both at once.
-    ///
-    /// - Parameter progress: called after each verdict fetch finishes (origin ones), as ``AASAFetcher/fetchAll(_:progress:)``.
-    public static func fetch(
-        _ plan: FetchPlan, route: RouteChoice, origin: AASAFetcher, cdn: CDNFetcher,
-        progress: @escaping @Sendable (Int, HostFetchResult) -> Void = { _, _ in }
-    ) async -> RoutedRun {
-        let (routed, comparison) = split(plan, route: route)
-        let originIndexes = routed.fetches.indices.filter { routed.fetches[$0].route == .origin }
-        let cdnIndexes = routed.fetches.indices.filter { routed.fetches[$0].route == .cdn }
-        async let originResults = origin.fetchAll(originIndexes.map { routed.fetches[$0] }, progress: progress)
-        async let cdnResults = cdn.fetchAll(cdnIndexes.map { routed.fetches[$0] } + comparison)
-        let byOrigin = await originResults
-        let byCDN = await cdnResults
-        var results: [HostFetchResult?] = Array(repeating: nil, count: routed.fetches.count)
-        for (position, index) in originIndexes.enumerated() { results[index] = byOrigin[position] }
-        for (position, index) in cdnIndexes.enumerated() { results[index] = byCDN[position] }
-        let merged = results.enumerated().map { index, result -> HostFetchResult in
-            var result = result ?? HostFetchResult(host: routed.fetches[index].host, route: routed.fetches[index].route, url: "",
-                                                   code: "cancelled", reason: "the run was cancelled")
-            result.startOrder = index
-            return result
-        }
-        return RoutedRun(route: route, plan: routed, results: merged, comparisonFetches: comparison,
-                         comparisonResults: Array(byCDN.dropFirst(cdnIndexes.count)))
+    /// The judge's step for a CDN record: the `cdn` sub-record of a domain fetched through the CDN
+    /// (`--route cdn`).
+    public static func attachCDNRecord(to domain: inout DomainReport, result: HostFetchResult) {
+        if domain.route == .cdn { domain.cdn = CDNRecord(domain: domain, result: result) }
     }
 
-    /// Judges the run: ``AssociationJudge`` on the verdict plan, then the `cdn` sub-records and,
-    /// with `both`, the comparison findings (`cdn-stale`, CDN failures as warnings: the verdict and
-    /// the exit status follow the origin, so a CDN that is merely behind never fails a run).
-    public func report(appIDs: [String], appIDSource: AppIDSource, region: String?, findings: [Finding] = []) -> RunReport {
-        var report = AssociationJudge.report(plan: plan, results: results, appIDs: appIDs, appIDSource: appIDSource,
-                                             region: region, findings: findings)
-        // The judge keeps plan order, so domain `index` is `results[index]` (no search: O(N)).
-        for index in report.domains.indices where report.domains[index].route == .cdn {
-            report.domains[index].cdn = CDNRecord(domain: report.domains[index], result: results[index])
-        }
-        guard route == .both, !comparisonFetches.isEmpty else { return report }
-
-        var comparisonPlan = plan
-        comparisonPlan.fetches = comparisonFetches
-        let cdnReport = AssociationJudge.report(plan: comparisonPlan, results: comparisonResults, appIDs: appIDs,
-                                                appIDSource: appIDSource, region: region)
-        var added = 0
-        var comparisonPosition: [String: Int] = [:]
-        for (position, fetch) in comparisonFetches.enumerated() where comparisonPosition[fetch.host] == nil {
-            comparisonPosition[fetch.host] = position
-        }
-        for index in report.domains.indices {
-            let host = report.domains[index].host
-            guard let position = comparisonPosition[host] else { continue }
-            let cdnDomain = cdnReport.domains[position]
-            let cdnResult = comparisonResults[position]
-            let originResult = results[index].route == .origin ? results[index] : nil
-            let comparison = Self.compare(origin: originResult, originAssociated: report.domains[index].associated,
-                                          cdn: cdnResult, cdnAssociated: cdnDomain.associated)
-            report.domains[index].cdn = CDNRecord(domain: cdnDomain, result: cdnResult, changes: comparison.changes)
-            report.domains[index].findings += comparison.findings
-            added += comparison.findings.filter { $0.severity == .warning }.count
-        }
-        report.summary.warnings += added
-        return report
+    /// The judge's step for `--route both`, once a host's two answers are in: attaches the CDN
+    /// side (`cdnDomain`, judged on verdicts of its own so the CDN never changes the entries'
+    /// verdicts) and the by-meaning comparison to the origin's domain record; `cdn-stale` and CDN
+    /// failures are warnings, so the origin alone decides the verdict and the exit status.
+    public static func attachComparison(
+        to domain: inout DomainReport, origin: HostFetchResult, cdnDomain: DomainReport, cdnResult: HostFetchResult
+    ) {
+        let originResult = origin.route == .origin ? origin : nil
+        let comparison = compare(origin: originResult, originAssociated: domain.associated,
+                                 cdn: cdnResult, cdnAssociated: cdnDomain.associated)
+        domain.cdn = CDNRecord(domain: cdnDomain, result: cdnResult, changes: comparison.changes)
+        domain.findings += comparison.findings
     }
 
     /// Compares the origin's and the CDN's answers for one host by meaning.

@@ -10,11 +10,20 @@ public struct AASAFetcher: Sendable {
     /// The legacy path tried after a 404 (the Apple CDN never reads it).
     public static let legacyRootPath = "/apple-app-site-association"
 
-    /// Hosts admitted per download slot. The transport runs at most `--concurrency` transfers
-    /// and starts the next queued one on its own thread the moment one finishes, so with twice as
-    /// many hosts admitted the curl thread never waits for a task thread to hand it the next host
-    /// (a third of its time on a 2-core machine before). Timeouts start when a transfer starts.
-    public static let admissionDepth = 2
+    /// Hosts admitted beyond `--concurrency` at most. The transport runs at most `--concurrency`
+    /// transfers and starts the next queued one on its own thread the moment one finishes, so a few
+    /// hosts waiting in its queue keep the curl thread from waiting for a task thread to hand it the
+    /// next host; every admitted host is a suspended task, so the queue stays small instead of
+    /// growing with the concurrency (it was `--concurrency` more, 2,048 tasks at 1,024).
+    /// Timeouts start when a transfer starts.
+    public static let admissionSlack = 32
+
+    /// How many hosts a window admits at once for `concurrency` transfers: the concurrency plus at
+    /// most ``admissionSlack`` (and at most the concurrency again).
+    public static func admissionLimit(concurrency: Int) -> Int {
+        let concurrency = max(1, concurrency)
+        return concurrency + min(concurrency, admissionSlack)
+    }
 
     /// The transport (a CDN fetcher for the same run shares it).
     let transport: any HTTPTransferring
@@ -27,51 +36,16 @@ public struct AASAFetcher: Sendable {
         self.options = options
     }
 
-    /// Fetches every planned host from its origin, admitting downloads in plan order with at most
-    /// `options.concurrency` in flight. Results come back in plan order. (Conditional requests and
-    /// CDN rows: ``RouteFetcher``, which keys stored files by host and route.)
+    /// Fetches every planned host from its origin through the run's fetch stage
+    /// (``RouteFetcher/fetchAll(_:conditions:progress:)``: admission in plan order, at most
+    /// ``admissionLimit(concurrency:)`` hosts admitted). Results come back in plan order.
     ///
     /// - Parameter progress: called after each host finishes, with the count done and the result.
     public func fetchAll(
         _ fetches: [PlannedFetch],
         progress: @escaping @Sendable (Int, HostFetchResult) -> Void = { _, _ in }
     ) async -> [HostFetchResult] {
-        var results: [HostFetchResult?] = Array(repeating: nil, count: fetches.count)
-        var done = 0
-        await fetchEach(fetches) { result in
-            results[result.startOrder] = result
-            done += 1
-            progress(done, result)
-        }
-        return results.enumerated().map { position, result in
-            result ?? HostFetchResult(host: fetches[position].host, route: .origin, url: "", code: "cancelled",
-                                      reason: "the run was cancelled", startOrder: position)
-        }
-    }
-
-    /// Fetches every planned host like ``fetchAll(_:progress:)`` but hands each result
-    /// to `handle` as soon as it is ready (in completion order; ``HostFetchResult/startOrder`` is its
-    /// position in the plan) and keeps none, so memory does not grow with the number of hosts.
-    /// The next download is admitted before `handle` runs, so the window stays full.
-    public func fetchEach(_ fetches: [PlannedFetch], handle: (HostFetchResult) async -> Void) async {
-        await SlidingWindow.run(count: fetches.count, limit: options.concurrency * Self.admissionDepth, work: { position in
-            await self.fetch(host: fetches[position].host, startOrder: position)
-        }, handle: handle)
-    }
-
-    /// Fetches hosts pulled one at a time from `next` (in start order, as slots free up; `nil` ends
-    /// the input) like ``fetchEach(_:handle:)``: a run over a list of any length reads
-    /// its hosts a page at a time and never holds the whole plan. A result's
-    /// ``HostFetchResult/startOrder`` is the position in which `next` gave its host.
-    public func fetchEach(next: () -> String?, handle: (HostFetchResult) async -> Void) async {
-        var position = 0
-        await SlidingWindow.run(next: { () -> (host: String, position: Int)? in
-            guard let host = next() else { return nil }
-            defer { position += 1 }
-            return (host, position)
-        }, limit: options.concurrency * Self.admissionDepth, work: { item in
-            await self.fetch(host: item.host, startOrder: item.position)
-        }, handle: handle)
+        await RouteFetcher(origin: self, cdn: CDNFetcher(transport: transport, options: options)).fetchAll(fetches, progress: progress)
     }
 
     /// Fetches one host's file from the origin: `.well-known`, then the legacy root path on 404.

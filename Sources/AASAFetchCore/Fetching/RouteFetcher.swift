@@ -1,6 +1,6 @@
 /// Fetches each planned host over its own route, in one window: `.origin` fetches through
 /// ``AASAFetcher`` (`.well-known`, legacy path, retries, `--cacert` fallback), `.cdn` fetches
-/// through ``CDNFetcher`` (`{base}{host}` over HTTP/2). Streaming runs (`--route cdn`) and
+/// through ``CDNFetcher`` (`{base}{host}` over HTTP/2). Every fetch run (each route, a plan in memory or a spool) and
 /// `refresh` (every stored route) dispatch here, so a route is fetched the same way everywhere.
 public struct RouteFetcher: Sendable {
     /// The origin route.
@@ -23,18 +23,49 @@ public struct RouteFetcher: Sendable {
         }
     }
 
-    /// Fetches every planned host in plan order, at most the origin options' concurrency (times
-    /// ``AASAFetcher/admissionDepth``) admitted at once over both routes, and hands each result to
-    /// `handle` as it finishes (``HostFetchResult/startOrder`` is its position in `fetches`).
+    /// Fetches one host of a run: its verdict fetch and, at the same time, its comparison fetch
+    /// (`--route both`), so the pair is handed on together.
+    public func fetch(_ unit: RunFetch, startOrder: Int) async -> FetchedHost {
+        guard let comparison = unit.comparison else {
+            return FetchedHost(result: await fetch(unit.planned, startOrder: startOrder, conditional: unit.conditional))
+        }
+        async let compared = fetch(comparison, startOrder: startOrder)
+        let result = await fetch(unit.planned, startOrder: startOrder, conditional: unit.conditional)
+        return FetchedHost(result: result, comparison: await compared)
+    }
+
+    /// The fetch stage of every run: pulls hosts one at a time from `next` (in start order, as
+    /// slots free up; `nil` ends the input), fetches each over its route with at most
+    /// ``AASAFetcher/admissionLimit(concurrency:)`` of the origin options' concurrency admitted at
+    /// once, and hands each host on to `handle` as it finishes, in completion order
+    /// (``HostFetchResult/startOrder`` is the position in which `next` gave it). A plan in memory,
+    /// a run spool's cursor and a refresh's claimed batch all feed it, so a route is fetched the
+    /// same way everywhere. Keeps nothing once `handle` returns.
+    public func fetchEach(next: () -> RunFetch?, handle: (FetchedHost) async -> Void) async {
+        var position = 0
+        await SlidingWindow.run(next: { () -> (unit: RunFetch, position: Int)? in
+            guard let unit = next() else { return nil }
+            defer { position += 1 }
+            return (unit, position)
+        }, limit: AASAFetcher.admissionLimit(concurrency: origin.options.concurrency), work: { item in
+            await self.fetch(item.unit, startOrder: item.position)
+        }, handle: handle)
+    }
+
+    /// Fetches every planned host in plan order through ``fetchEach(next:handle:)`` and hands
+    /// each result to `handle` as it finishes (``HostFetchResult/startOrder`` is its position in `fetches`).
     ///
     /// - Parameter conditions: per host and route, a stored approved file to ask for conditionally.
     public func fetchEach(
         _ fetches: [PlannedFetch], conditions: [HostKey: ConditionalRequest] = [:], handle: (HostFetchResult) async -> Void
     ) async {
-        await SlidingWindow.run(count: fetches.count, limit: origin.options.concurrency * AASAFetcher.admissionDepth, work: { position in
+        var position = 0
+        await fetchEach(next: { () -> RunFetch? in
+            guard position < fetches.count else { return nil }
             let planned = fetches[position]
-            return await self.fetch(planned, startOrder: position, conditional: conditions[HostKey(host: planned.host, route: planned.route)])
-        }, handle: handle)
+            position += 1
+            return RunFetch(planned: planned, conditional: conditions[HostKey(host: planned.host, route: planned.route)])
+        }, handle: { fetched in await handle(fetched.result) })
     }
 
     /// ``fetchEach(_:conditions:handle:)`` keeping the results, in plan order; `progress` is called
@@ -56,5 +87,38 @@ public struct RouteFetcher: Sendable {
                 host: planned.host, route: planned.route, url: planned.route == .cdn ? cdn.url(for: planned.host) : "",
                 code: "cancelled", reason: "the run was cancelled", startOrder: position)
         }
+    }
+}
+
+/// One host of a run as the fetch stage admits it: the fetch whose result decides, its
+/// conditional request (refresh), and with `--route both` the CDN fetch compared with it.
+public struct RunFetch: Sendable {
+    /// The fetch whose result is judged and recorded.
+    public var planned: PlannedFetch
+    /// The stored validators and file, for a conditional request.
+    public var conditional: ConditionalRequest?
+    /// With `--route both`: the CDN fetch of the same host, compared by meaning.
+    public var comparison: PlannedFetch?
+
+    /// Creates a unit.
+    public init(planned: PlannedFetch, conditional: ConditionalRequest? = nil, comparison: PlannedFetch? = nil) {
+        self.planned = planned
+        self.conditional = conditional
+        self.comparison = comparison
+    }
+}
+
+/// What the fetch stage hands on for one host: its result and, with `--route both`, the CDN's
+/// answer for comparison (both kept only until the host is judged).
+public struct FetchedHost: Sendable {
+    /// The result of ``RunFetch/planned``.
+    public var result: HostFetchResult
+    /// The result of ``RunFetch/comparison``.
+    public var comparison: HostFetchResult?
+
+    /// Creates one.
+    public init(result: HostFetchResult, comparison: HostFetchResult? = nil) {
+        self.result = result
+        self.comparison = comparison
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// A failure of the run spool (the temporary database of a large run): exit 2, code `spool-error`.
 public struct SpoolError: Error, Sendable, CustomStringConvertible {
@@ -85,6 +86,22 @@ public final class RunSpool: Sendable {
     /// The priorities of the run.
     public let prioritizer: DomainPrioritizer
     private let queue: DatabaseQueue
+    /// Verdicts judged and not yet written: written ``verdictBatch`` at a time in one transaction,
+    /// and before anything reads verdicts back (a host's entries are judged once, so nothing
+    /// reads a pending verdict before that).
+    private let pendingVerdicts = Mutex<[PendingVerdict]>([])
+    /// Verdicts written per transaction.
+    static let verdictBatch = 512
+
+    /// A judged verdict waiting to be written.
+    private struct PendingVerdict: Sendable {
+        var position: Int
+        var associated: Bool?
+        var code: String?
+        var findings: Data?
+        var ownFindings: Int
+        var entitlementWarnings: Int
+    }
 
     /// Creates a spool in a new folder under `parent` (default: the system's temporary folder).
     public init(parent: String? = nil, prioritizer: DomainPrioritizer) throws(SpoolError) {
@@ -281,7 +298,8 @@ public final class RunSpool: Sendable {
 
     /// The entries a host serves, with their current verdicts, in entry order.
     public func verdicts(of host: String) throws(SpoolError) -> [EntryVerdict] {
-        try access { db in
+        try flushVerdicts()
+        return try access { db in
             let decoder = JSONDecoder()
             return try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM entries WHERE host = ? ORDER BY position"), arguments: [host])
                 .map { try Self.verdict($0, decoder) }
@@ -289,28 +307,51 @@ public final class RunSpool: Sendable {
     }
 
     /// Judges one download (``AssociationJudge/judgeHost(_:result:verdicts:appIDs:)``) against the
-    /// entries its host serves and writes their verdicts back; returns the host's record.
+    /// entries its host serves; their verdicts are written back in batches (``flushVerdicts()``, before any read of them). Returns the host's record.
     public func judge(_ result: HostFetchResult, tier: Int, appIDs: [String]) throws(SpoolError) -> DomainReport {
-        // No transaction: one host's few rows, in a database without a journal.
-        try access { db in
+        let encoder = ReportJSONWriter(style: .compact)
+        let (domain, judged) = try access { db in
             let decoder = JSONDecoder()
-            let encoder = ReportJSONWriter(style: .compact)
             var verdicts = try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM entries WHERE host = ? ORDER BY position"), arguments: [result.host]
             ).map { try Self.verdict($0, decoder) }
             let planned = PlannedFetch(host: result.host, route: result.route, tier: tier, entryIndexes: Array(verdicts.indices))
             let domain = AssociationJudge.judgeHost(planned, result: result, verdicts: &verdicts, appIDs: appIDs)
-            let update = try db.cachedStatement(sql: """
-                UPDATE entries SET associated = ?, code = ?, findings = ?, own_findings = ?, entitlement_warnings = ?
-                WHERE position = ?
-                """)
-            for verdict in verdicts {
-                try update.execute(arguments: [
-                    verdict.associated, verdict.code, try Self.encode(verdict.findings, encoder),
-                    Self.ownFindings(verdict.findings), Self.entitlementWarnings(verdict.findings), verdict.entry.index,
-                ])
+            let judged = try verdicts.map { verdict in
+                PendingVerdict(position: verdict.entry.index, associated: verdict.associated, code: verdict.code,
+                               findings: try Self.encode(verdict.findings, encoder), ownFindings: Self.ownFindings(verdict.findings),
+                               entitlementWarnings: Self.entitlementWarnings(verdict.findings))
             }
-            return domain
+            return (domain, judged)
+        }
+        let full = pendingVerdicts.withLock { pending in
+            pending.append(contentsOf: judged)
+            return pending.count >= Self.verdictBatch
+        }
+        if full { try flushVerdicts() }
+        return domain
+    }
+
+    /// Writes the pending verdicts in one transaction.
+    public func flushVerdicts() throws(SpoolError) {
+        let batch = pendingVerdicts.withLock { pending in
+            defer { pending.removeAll(keepingCapacity: true) }
+            return pending
+        }
+        guard !batch.isEmpty else { return }
+        try access { db in
+            try db.inTransaction {
+                let update = try db.cachedStatement(sql: """
+                    UPDATE entries SET associated = ?, code = ?, findings = ?, own_findings = ?, entitlement_warnings = ?
+                    WHERE position = ?
+                    """)
+                for verdict in batch {
+                    try update.execute(arguments: [
+                        verdict.associated, verdict.code, verdict.findings, verdict.ownFindings, verdict.entitlementWarnings, verdict.position,
+                    ])
+                }
+                return .commit
+            }
         }
     }
 
@@ -318,6 +359,7 @@ public final class RunSpool: Sendable {
 
     /// Calls `body` with each selected verdict, in entry order, reading them one at a time.
     public func forEachVerdict(_ selection: VerdictSelection, _ body: (EntryVerdict) throws -> Void) throws {
+        try flushVerdicts()
         let condition = switch selection {
         case .all: ""
         case .unfetchable: "WHERE host IS NULL"
@@ -338,7 +380,8 @@ public final class RunSpool: Sendable {
 
     /// The counts over every verdict.
     public func counts() throws(SpoolError) -> EntryCounts {
-        try access { db in
+        try flushVerdicts()
+        return try access { db in
             let row = try Row.fetchOne(db, sql: """
                 SELECT count(*) AS entries,
                        coalesce(sum(associated = 1), 0) AS associated,

@@ -265,7 +265,7 @@ public struct PostgresAssociationStore: AssociationStore {
 
     @discardableResult
     public func record(_ update: HostUpdate, owner: String?) async throws -> RecordResult {
-        let headers = String(decoding: (try? JSONEncoder().encode(update.result.headers)) ?? Data("[]".utf8), as: UTF8.self)
+        let headers = StoredHeaders.encode(update.result.headers)
         let result = update.result
         var parameters: [String?] = [
             result.code, result.reason, result.httpStatus.map(String.init), result.url, headers,
@@ -447,7 +447,7 @@ public struct PostgresAssociationStore: AssociationStore {
             let key = HostKey(host: text("host") ?? "", route: Route(rawValue: text("route") ?? "") ?? .origin)
             var last: StoredResult?
             if let code = text("last_code") {
-                let headers = (try? JSONDecoder().decode([HTTPHeader].self, from: Data((text("last_headers") ?? "[]").utf8))) ?? []
+                let headers = StoredHeaders.decode(text("last_headers"))
                 last = StoredResult(
                     code: code, reason: text("last_reason") ?? "", httpStatus: int("last_http_status"), url: text("last_url") ?? "",
                     headers: headers, body: bytes("last_body"), fetchedAt: date(text("fetched_at")) ?? Date(timeIntervalSince1970: 0))

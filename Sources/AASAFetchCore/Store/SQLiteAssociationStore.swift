@@ -346,7 +346,7 @@ public struct SQLiteAssociationStore: AssociationStore {
     }
 
     private static func recordRow(_ db: Database, _ update: HostUpdate, owner: String?) throws -> RecordResult {
-        let headers = String(decoding: (try? JSONEncoder().encode(update.result.headers)) ?? Data("[]".utf8), as: UTF8.self)
+        let headers = StoredHeaders.encode(update.result.headers)
         let result = update.result
         var arguments: StatementArguments = [
             result.code, result.reason, result.httpStatus, result.url, headers, result.body.map { Data($0) },
@@ -533,8 +533,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         let key = HostKey(host: row["host"], route: Route(rawValue: row["route"]) ?? .origin)
         var last: StoredResult?
         if let code = row["last_code"] as String? {
-            let headerText = row["last_headers"] as String? ?? "[]"
-            let headers = (try? JSONDecoder().decode([HTTPHeader].self, from: Data(headerText.utf8))) ?? []
+            let headers = StoredHeaders.decode(row["last_headers"] as String?)
             last = StoredResult(
                 code: code, reason: row["last_reason"] ?? "", httpStatus: row["last_http_status"], url: row["last_url"] ?? "",
                 headers: headers, body: (row["last_body"] as Data?).map { [UInt8]($0) },

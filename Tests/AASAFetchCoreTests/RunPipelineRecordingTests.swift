@@ -1,0 +1,74 @@
+import AASAFetchCore
+import AASAFetchTestSupport
+import Foundation
+import Testing
+
+/// `fetch` and `refresh` share the fetch stage (``RouteFetcher``) and the store sink
+/// (``StoreRecorder``): the same response lands as the same row whichever run fetched it.
+struct RunPipelineRecordingTests {
+    static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    static let appID = "ABCDE12345.com.example.app"
+    static let keys = [HostKey(host: "a.example", route: .origin), HostKey(host: "b.example", route: .cdn)]
+    static let cdnBase = "https://cdn.test/a/v1/"
+
+    static func transport() -> ScriptedTransport {
+        let transport = ScriptedTransport()
+        let headers = [("ETag", "\"v1\""), ("Cache-Control", "max-age=7200"), ("X-Note", "slash / and \u{e9}")]
+        transport.on("https://a.example/.well-known/apple-app-site-association", .json(RefreshPolicyTests.good, headers: headers))
+        transport.on(cdnBase + "b.example", .json(RefreshPolicyTests.good, headers: headers))
+        return transport
+    }
+
+    static func store(_ folder: URL, _ name: String) async throws -> SQLiteAssociationStore {
+        let store = try SQLiteAssociationStore(path: folder.appendingPathComponent(name).path, create: true)
+        _ = try await store.register(
+            hosts: keys.map { HostRegistration(key: $0, tier: 0) },
+            needs: keys.map { EntryNeed(entry: "applinks:\($0.host)", service: .applinks, host: $0.host, route: $0.route, appID: appID) },
+            now: t0)
+        return store
+    }
+
+    @Test func fetchAndRefreshRecordTheSameRow() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-rows-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var options = FetchOptions()
+        options.retryDelays = []
+
+        // What `fetch` does: the plan through the fetch stage, then the recorder without an owner.
+        let byFetch = try await Self.store(folder, "fetch.sqlite")
+        let transport = Self.transport()
+        let fetcher = RouteFetcher(origin: AASAFetcher(transport: transport, options: options),
+                                   cdn: CDNFetcher(transport: transport, options: options, base: Self.cdnBase))
+        let planned = Self.keys.map { PlannedFetch(host: $0.host, route: $0.route, tier: 0, entryIndexes: []) }
+        let results = await fetcher.fetchAll(planned)
+        let previous = try await byFetch.states(of: Self.keys)
+        _ = try await StoreRecorder(store: byFetch).record(results, previous: previous, owner: nil, now: Self.t0)
+
+        // What `refresh --all` does: lease, the same fetch stage, the same recorder with an owner.
+        let byRefresh = try await Self.store(folder, "refresh.sqlite")
+        let other = Self.transport()
+        let job = RefreshJob(store: byRefresh, fetcher: AASAFetcher(transport: other, options: options),
+                             cdn: CDNFetcher(transport: other, options: options, base: Self.cdnBase),
+                             prioritizer: DomainPrioritizer(region: nil), owner: "job", batchSize: 10, leaseSeconds: 600)
+        let report = try await job.runForced(hosts: nil, now: { Self.t0 })
+        #expect(Set(report.hosts.map(\.key)) == Set(Self.keys))
+
+        let fetched = try await byFetch.states(of: Self.keys)
+        let refreshed = try await byRefresh.states(of: Self.keys)
+        for key in Self.keys {
+            let a = try #require(fetched[key]?.lastResult, "\(key)")
+            let b = try #require(refreshed[key]?.lastResult, "\(key)")
+            #expect(a.code == "ok" && a.code == b.code, "\(key)")
+            #expect(a.reason == b.reason && a.httpStatus == b.httpStatus && a.url == b.url, "\(key)")
+            #expect(!a.headers.isEmpty && a.headers == b.headers, "\(key)")
+            #expect(a.body == b.body, "\(key)")
+            #expect(fetched[key]?.approvedBody == refreshed[key]?.approvedBody && fetched[key]?.approvedBody != nil, "\(key)")
+            #expect(fetched[key]?.validators == refreshed[key]?.validators, "\(key)")
+            #expect(fetched[key]?.nextCheck == refreshed[key]?.nextCheck, "\(key)")
+            #expect(fetched[key]?.consecutiveFailures == refreshed[key]?.consecutiveFailures, "\(key)")
+            #expect(refreshed[key]?.lease == nil && fetched[key]?.lease == nil, "\(key)")
+        }
+        #expect(fetched[Self.keys[0]]?.lastResult?.headers.contains(HTTPHeader(name: "X-Note", value: "slash / and \u{e9}")) == true)
+    }
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Memory benchmark: peak RSS of one `aasa-fetch --domains` run against concurrency (and route).
+
+Starts nginx on 127.0.0.1 with a wildcard certificate from a throwaway test CA, writes N host names
+(h1.bench.test …) that all reach it through --connect-to (no DNS), runs aasa-fetch once per
+concurrency level (fresh SQLite store, JSON to a file) and prints peak RSS (the kernel's VmHWM, as
+`wait4` reports it), CPU ms per host, hosts/s and the result codes. Peak RSS should be flat in C
+apart from what each running transfer costs (TLS state and buffers). With --route both the same
+hosts go through the origin and a local fake CDN (HTTP/2). A benchmark, not a test: it asserts nothing.
+
+Usage: scripts/bench-memory [--hosts 4000] [--concurrency 64,1024] [--binary PATH] [--route origin|cdn|both] [--wrap CMD]
+"""
+import argparse
+import collections
+import json
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+APP = "ABCDE12345.com.example.app"
+BODY = '{"applinks":{"details":[{"appIDs":["%s"],"components":[{"/":"/buy/*"}]}]}}' % APP
+
+
+def quiet(cmd):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hosts", type=int, default=4000)
+    ap.add_argument("--concurrency", default="64,1024")
+    ap.add_argument("--binary", default=".build/release/aasa-fetch")
+    ap.add_argument("--route", default="origin", choices=["origin", "cdn", "both"])
+    ap.add_argument("--wrap", default="", help="a command prefix, e.g. 'perf stat -e task-clock -o FILE --'")
+    ap.add_argument("--extra", action="append", default=[], help="extra aasa-fetch argument")
+    args = ap.parse_args()
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    work = tempfile.mkdtemp(prefix="aasa-bench-memory-")
+    server = None
+    try:
+        quiet(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+               "-subj", "/CN=bench CA", "-keyout", f"{work}/ca.key", "-out", f"{work}/ca.pem"])
+        quiet(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=bench.test",
+               "-keyout", f"{work}/site.key", "-out", f"{work}/site.csr"])
+        with open(f"{work}/ext.cnf", "w") as f:
+            f.write("subjectAltName=DNS:*.bench.test,DNS:bench.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        quiet(["openssl", "x509", "-req", "-in", f"{work}/site.csr", "-CA", f"{work}/ca.pem", "-CAkey", f"{work}/ca.key",
+               "-CAcreateserial", "-days", "2", "-extfile", f"{work}/ext.cnf", "-out", f"{work}/site.pem"])
+        os.makedirs(f"{work}/root/.well-known")
+        with open(f"{work}/root/.well-known/apple-app-site-association", "w") as f:
+            f.write(BODY)
+        os.makedirs(f"{work}/logs")
+        port = free_port()
+        user = "user root;" if os.getuid() == 0 else ""
+        with open(f"{work}/nginx.conf", "w") as f:
+            f.write(f"""{user}
+daemon off; worker_processes 1; error_log {work}/logs/error.log warn; pid {work}/nginx.pid;
+events {{ worker_connections 8192; }}
+http {{
+  access_log off; default_type application/json;
+  client_body_temp_path {work}/body; proxy_temp_path {work}/proxy; fastcgi_temp_path {work}/fcgi;
+  uwsgi_temp_path {work}/uwsgi; scgi_temp_path {work}/scgi;
+  server {{
+    listen 127.0.0.1:{port} ssl backlog=4096; server_name _;
+    ssl_certificate {work}/site.pem; ssl_certificate_key {work}/site.key;
+    root {work}/root;
+  }}
+  server {{
+    listen 127.0.0.1:{port} ssl http2; server_name cdn.bench.test;
+    ssl_certificate {work}/site.pem; ssl_certificate_key {work}/site.key;
+    http2_max_concurrent_streams 512; keepalive_requests 1000000;
+    root {work}/root;
+    location /a/v1/ {{ rewrite ^ /.well-known/apple-app-site-association break; add_header Apple-Origin-Format json; }}
+  }}
+}}
+""")
+        server = subprocess.Popen([nginx, "-p", work, "-c", f"{work}/nginx.conf"], stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        domains = f"{work}/domains.txt"
+        with open(domains, "w") as f:
+            f.write("\n".join(f"h{i}.bench.test" for i in range(1, args.hosts + 1)) + "\n")
+        print(f"{args.hosts} hosts, route {args.route}, binary {args.binary}")
+        print(f"{'C':>5} | {'peak RSS MiB':>12} {'CPU ms/host':>11} {'hosts/s':>8} | codes")
+        for c in [int(x) for x in args.concurrency.split(",")]:
+            shutil.rmtree(f"{work}/store", ignore_errors=True)
+            cmd = shlex.split(args.wrap) + [args.binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
+                   "--connect-to", f"::127.0.0.1:{port}", "--allow-private", "--concurrency", str(c), "--retry-delays", "",
+                   "--quiet", "--json", "--route", args.route, "--cdn-base", "https://cdn.bench.test/a/v1/"] + args.extra
+            env = dict(os.environ, AASA_FETCH_CACHE=f"{work}/store")
+            with open(f"{work}/out.json", "wb") as out:
+                start = time.monotonic()
+                process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env)
+                _, _, usage = os.wait4(process.pid, 0)
+                wall = time.monotonic() - start
+            # ru_maxrss of a child that exec'd straight from this small script: the tool's own peak.
+            try:
+                report = json.load(open(f"{work}/out.json"))
+                codes = collections.Counter(d.get("code") for d in report.get("domains", []))
+            except ValueError:
+                codes = collections.Counter(["(no JSON)"])
+            cpu = usage.ru_utime + usage.ru_stime
+            print(f"{c:>5} | {usage.ru_maxrss / 1024:>12.1f} {1000 * cpu / args.hosts:>11.3f} {args.hosts / wall:>8.0f} | "
+                  + ", ".join(f"{k} {v}" for k, v in codes.most_common()))
+            sys.stdout.flush()
+    finally:
+        if server:
+            server.terminate()
+            server.wait(5)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
