@@ -65,7 +65,7 @@ extension AASAFetchCommand {
             let options = network.fetchOptions
             // One connection to the CDN, which HTTP/2 multiplexes (without the limit libcurl 7.88
             // opens one per transfer started before the first connection is up).
-            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
+            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1, threads: options.threads)
             let fetcher = AASAFetcher(transport: client, options: options)
             let progress = ProgressReporter(total: plan.fetches.count, quiet: quiet, console: console)
             let cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)
@@ -155,7 +155,7 @@ extension AASAFetchCommand {
             }
             let options = network.fetchOptions
             // With the CDN route, one connection to the CDN, which HTTP/2 multiplexes.
-            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: routing.route == .cdn ? 1 : 0)
+            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: routing.route == .cdn ? 1 : 0, threads: options.threads)
             let fetcher = AASAFetcher(transport: client, options: options)
             if routing.route == .cdn, let plan = source as? PlanSource {
                 plan.cdn = CDNFetcher(transport: client, options: options, base: routing.cdnBase)

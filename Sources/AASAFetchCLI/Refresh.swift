@@ -74,10 +74,10 @@ extension AASAFetchCommand {
             let clock: @Sendable () -> Date = { fixedNow ?? Date() }
             let effectiveRegion = region?.uppercased() ?? DomainPrioritizer.region(fromEnvironment: ProcessInfo.processInfo.environment)
             let batch = batchSize ?? max(16, options.concurrency * 4)
-            let client = CurlClient(maxConnections: options.concurrency)
+            let client = CurlClient(maxConnections: options.concurrency, threads: options.threads)
             // Rows recorded through the CDN are refreshed through it: one HTTP/2 connection, which a
             // client of its own keeps (the origin client sets no per-host limit).
-            let cdnClient = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
+            let cdnClient = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1, threads: 1)
             let job = RefreshJob(
                 store: database, fetcher: AASAFetcher(transport: client, options: options),
                 cdn: CDNFetcher(transport: cdnClient, options: options, base: cdnBase),
