@@ -66,6 +66,18 @@ static const long ccurl_http_version_3 = CURL_HTTP_VERSION_3;
 /* CURLE_SSL_CACERT became an alias of CURLE_PEER_FAILED_VERIFICATION (a macro) in 7.62. */
 static const int ccurl_code_ssl_cacert = CURLE_SSL_CACERT;
 
+/*
+ * The CA bundle libcurl was built to use when none is given (curl_version_info's cainfo, e.g.
+ * /etc/ssl/certs/ca-certificates.crt on Debian), or NULL.
+ */
+static inline const char *ccurl_default_cainfo(void) {
+    const curl_version_info_data *info = curl_version_info(CURLVERSION_NOW);
+    if (info == NULL || info->age < CURLVERSION_SEVENTH) {
+        return NULL;
+    }
+    return info->cainfo;
+}
+
 /* MARK: - Easy handle options */
 
 static inline CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value) {

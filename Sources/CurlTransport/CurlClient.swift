@@ -51,7 +51,7 @@ public final class CurlClient: HTTPTransferring, Sendable {
                 MultiLoop.run(index: index, group: group, maxConnections: maxConnections, maxConnectionsPerHost: maxConnectionsPerHost)
                 group.mailboxes[index].markThreadExited()
             }
-            thread.name = count == 1 ? "aasa-fetch.curl" : "aasa-fetch.curl\(index)"
+            thread.name = "aasa-curl-\(index)"  // Linux keeps 15 characters of a thread name
             thread.start()
         }
     }

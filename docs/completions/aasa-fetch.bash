@@ -188,7 +188,7 @@ _aasa-fetch_fetch() {
     repeating_flags=()
     non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --threads --route --cdn-base --cache --store)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -243,6 +243,9 @@ _aasa-fetch_fetch() {
         return
         ;;
     '--concurrency')
+        return
+        ;;
+    '--threads')
         return
         ;;
     '--route')
@@ -302,7 +305,7 @@ _aasa-fetch_match() {
     repeating_flags=()
     non_repeating_flags=(--quiet -q --allow-private --no-store --json --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cache --store)
+    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --threads --cache --store)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
@@ -374,6 +377,9 @@ _aasa-fetch_match() {
     '--concurrency')
         return
         ;;
+    '--threads')
+        return
+        ;;
     '--cache')
         __aasa-fetch_add_completions -d
         return
@@ -388,7 +394,7 @@ _aasa-fetch_diagnose() {
     repeating_flags=()
     non_repeating_flags=(--quiet -q --allow-private --json --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --threads --route --cdn-base)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -445,6 +451,9 @@ _aasa-fetch_diagnose() {
     '--concurrency')
         return
         ;;
+    '--threads')
+        return
+        ;;
     '--route')
         __aasa-fetch_add_completions -W 'origin'$'\n''cdn'$'\n''both'
         return
@@ -459,7 +468,7 @@ _aasa-fetch_refresh() {
     repeating_flags=()
     non_repeating_flags=(--allow-private --watch --worker --json --quiet -q --version -h --help)
     repeating_options=(--resolve --connect-to)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --threads --cdn-base --region --interval --lease --owner --batch-size)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -497,6 +506,9 @@ _aasa-fetch_refresh() {
         return
         ;;
     '--concurrency')
+        return
+        ;;
+    '--threads')
         return
         ;;
     '--cdn-base')
