@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -51,6 +52,11 @@ static inline int ccurl_global_init(void) {
         (void)init_crypto(CCURL_OPENSSL_INIT_NO_ATEXIT, NULL);
     }
     return (int)curl_global_init(CURL_GLOBAL_ALL);
+}
+
+/* Names the calling thread (what /proc/PID/task/TID/comm and profilers show; 15 characters kept). */
+static inline void ccurl_name_current_thread(const char *name) {
+    (void)prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
 /* MARK: - Constants Swift cannot import from macros */

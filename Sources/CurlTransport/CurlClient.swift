@@ -1,11 +1,20 @@
+internal import CCurl
 import Foundation
 
-/// Identifies a transfer started with ``CurlClient/start(_:completion:)``, to cancel it.
+/// Identifies a transfer started with ``HTTPTransferring/start(_:completion:)``, to cancel it.
 public struct TransferTicket: Hashable, Sendable {
     /// The loop the transfer was given to.
     let loop: Int
     /// The transfer's identifier on that loop (0: it never reached a loop).
     let id: UInt64
+    /// The task running it, for transports without a queue of their own (the default `start`).
+    let task: Task<Void, Never>?
+
+    init(loop: Int, id: UInt64, task: Task<Void, Never>? = nil) {
+        self.loop = loop
+        self.id = id
+        self.task = task
+    }
 }
 
 /// Performs HTTPS GET transfers with libcurl's multi interface over one or more loop threads.
@@ -48,10 +57,12 @@ public final class CurlClient: HTTPTransferring, Sendable {
         perHostLimit = maxConnectionsPerHost > 0
         for index in 0..<count {
             let thread = Thread {
+                // The name profilers and /proc/PID/task/*/comm show (Foundation's Thread.name does
+                // not reach the kernel here); Linux keeps 15 characters.
+                ccurl_name_current_thread("aasa-curl-\(index)")
                 MultiLoop.run(index: index, group: group, maxConnections: maxConnections, maxConnectionsPerHost: maxConnectionsPerHost)
                 group.mailboxes[index].markThreadExited()
             }
-            thread.name = "aasa-curl-\(index)"  // Linux keeps 15 characters of a thread name
             thread.start()
         }
     }

@@ -4,17 +4,34 @@ import Synchronization
 /// The download slots of a ``CurlClient``: at most `limit` transfers run at once over all its loops.
 ///
 /// A loop takes a slot before it hands a queued transfer to curl and gives it back when the
-/// transfer leaves curl. A loop that finds no slot free is put in line; the next slot given back
-/// goes straight to the first loop in line (it is not put back in the pool, so the loop that gave
-/// it cannot take it again before the waiting one wakes), and that loop is woken. With one loop
-/// this is exactly a count of running transfers against the limit.
+/// transfer leaves curl. A loop that finds no slot free is put in line. A slot given back goes to
+/// the loop in line that holds the fewest (it is woken) when the loop giving it back has nothing
+/// queued, holds more than that loop, or that loop holds none; otherwise the loop giving it back
+/// keeps it for its own next transfer. So the slots settle evenly over busy loops without a
+/// wake-up per transfer, and no loop in line waits while another keeps more than its share.
+/// With one loop this is exactly a count of running transfers against the limit.
 final class SlotPool: Sendable {
     private struct State {
         var used = 0
+        /// Slots each loop holds: its running transfers and the slots handed to it, not yet taken.
+        var held: [Int]
         /// Slots handed to a loop that has not taken them yet, per loop.
         var granted: [Int]
-        /// Loops that found no slot, first come first served.
+        /// Loops that found no slot.
         var waiting: [Int] = []
+
+        /// Hands a slot that `giver` gave back to the loop in line that holds the fewest, when
+        /// `giver` should let it go; returns that loop.
+        mutating func handOver(from giver: Int, giverHasWork: Bool) -> Int? {
+            guard let position = waiting.indices.filter({ waiting[$0] != giver }).min(by: { held[waiting[$0]] < held[waiting[$1]] })
+            else { return nil }
+            let taker = waiting[position]
+            guard !giverHasWork || held[taker] < held[giver] || held[taker] == 0 else { return nil }
+            waiting.remove(at: position)
+            granted[taker] += 1
+            held[taker] += 1
+            return taker
+        }
     }
 
     private let limit: Int
@@ -25,18 +42,22 @@ final class SlotPool: Sendable {
     ///   - loops: The number of loops.
     init(limit: Int, loops: Int) {
         self.limit = limit > 0 ? limit : Int.max
-        state = Mutex(State(granted: Array(repeating: 0, count: loops)))
+        state = Mutex(State(held: Array(repeating: 0, count: loops), granted: Array(repeating: 0, count: loops)))
     }
 
     /// Takes a slot for `loop`, or puts the loop in line and returns `false`.
     func acquire(loop: Int) -> Bool {
         state.withLock { state in
-            if state.granted[loop] > 0 {
-                state.granted[loop] -= 1
-                return true
-            }
-            if state.used < limit {
-                state.used += 1
+            if state.granted[loop] > 0 || state.used < limit {
+                if !state.waiting.isEmpty {
+                    state.waiting.removeAll { $0 == loop }
+                }
+                if state.granted[loop] > 0 {
+                    state.granted[loop] -= 1
+                } else {
+                    state.used += 1
+                    state.held[loop] += 1
+                }
                 return true
             }
             if !state.waiting.contains(loop) {
@@ -46,15 +67,21 @@ final class SlotPool: Sendable {
         }
     }
 
-    /// Gives back a slot; returns the loop that now holds it and must be woken, if any.
-    func release() -> Int? {
+    /// `loop` gives back a slot; `hasQueued` tells whether it has transfers waiting to start.
+    /// Returns the loop that now holds the slot and must be woken, if another one does.
+    func release(loop: Int, hasQueued: Bool) -> Int? {
         state.withLock { state in
-            if !state.waiting.isEmpty {
-                let next = state.waiting.removeFirst()
-                state.granted[next] += 1
-                return next
+            state.held[loop] -= 1
+            if let taker = state.handOver(from: loop, giverHasWork: hasQueued) {
+                return taker
             }
-            state.used -= 1
+            if hasQueued {
+                // Kept for this loop's next transfer: no other loop can take it meanwhile.
+                state.granted[loop] += 1
+                state.held[loop] += 1
+            } else {
+                state.used -= 1
+            }
             return nil
         }
     }
@@ -67,10 +94,9 @@ final class SlotPool: Sendable {
             var woken: [Int] = []
             while state.granted[loop] > 0 {
                 state.granted[loop] -= 1
-                if !state.waiting.isEmpty {
-                    let next = state.waiting.removeFirst()
-                    state.granted[next] += 1
-                    woken.append(next)
+                state.held[loop] -= 1
+                if let taker = state.handOver(from: loop, giverHasWork: false) {
+                    woken.append(taker)
                 } else {
                     state.used -= 1
                 }

@@ -121,7 +121,7 @@ final class MultiLoop {
     }
 
     private func releaseSlot() {
-        if let next = group.slots.release() {
+        if let next = group.slots.release(loop: index, hasQueued: queueHead < queued.count) {
             wake([next])
         }
     }

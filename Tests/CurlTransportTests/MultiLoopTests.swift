@@ -178,3 +178,15 @@ extension Result where Success == TransferResponse, Failure == TransferFailure {
         return nil
     }
 }
+
+/// The callback API of a transport without a queue of its own runs `perform` in a task.
+@Suite struct DefaultStartTests {
+    @Test func defaultStartDeliversPerformsResult() async throws {
+        let transport = ScriptedTransport()
+        transport.on("https://a.test/", .status(200, body: "{}"))
+        let log = CompletionLog()
+        transport.start(TransferRequest(url: "https://a.test/"), completion: log.completion(0))
+        #expect(await log.wait(for: 1))
+        #expect((try? log.results[0]?.first?.get().status) == 200)
+    }
+}
