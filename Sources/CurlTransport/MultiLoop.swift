@@ -46,6 +46,14 @@ final class MultiLoop {
             return
         }
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max(0, maxConnections))
+        let loops = group.mailboxes.count
+        if loops > 1, maxConnections > 0 {
+            // Idle connections each loop keeps for reuse: its share of the limit. One loop closes
+            // idle connections as it needs room under the limit; several loops, each allowed the
+            // whole limit (a loop may hold most slots, the CDN's loop all of them), would
+            // otherwise keep up to the limit idle each, with their TLS state.
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(1, (maxConnections + loops - 1) / loops))
+        }
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, maxConnectionsPerHost))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex)
 
