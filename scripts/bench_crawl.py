@@ -11,7 +11,13 @@ crawl; the default configuration otherwise). Also prints the CPU time nginx spen
 from a full core, the client is what limits the rate. With --repeat K every measurement is taken
 K times (the tools alternate) and the median run is printed.
 
-Usage: scripts/bench-crawl [--sizes 2000,20000] [--concurrency 16,64,256] [--repeat K] [--binary PATH] [--extra ARG]...
+aasa-fetch runs once per --threads row (by default its default, one curl loop per core, and
+--threads 1); each row shows the CPU time per host of every curl loop thread (busiest first) and
+of all other threads, sampled from /proc/PID/task/*/stat every 20 ms while it runs. The first line
+gives the start-up peak RSS of `aasa-fetch --version` and `curl --version`.
+
+Usage: scripts/bench-crawl [--sizes 2000,20000] [--concurrency 16,64,256,1024] [--threads default,1] [--repeat K]
+                           [--binary PATH] [--extra ARG]...
 """
 import argparse
 import shlex
@@ -58,6 +64,7 @@ import json, os, sys, time
 cmd, out_path = json.loads(sys.argv[1]), sys.argv[2]
 out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 null = os.open(os.devnull, os.O_WRONLY)
+tick = os.sysconf("SC_CLK_TCK")
 start = time.monotonic()
 pid = os.fork()
 if pid == 0:
@@ -67,21 +74,57 @@ if pid == 0:
         os.execvp(cmd[0], cmd)
     finally:
         os._exit(127)
-_, status, usage = os.wait4(pid, 0)
+# CPU per thread: /proc/PID/task/*/stat sampled every 20 ms while the tool runs (the last sample
+# of each thread is kept, so a thread that exits keeps what it had used 20 ms before).
+threads = {}
+while True:
+    done, status, usage = os.wait4(pid, os.WNOHANG)
+    if done:
+        break
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    head, rest = f.read().rsplit(")", 1)
+                fields = rest.split()
+                threads[tid] = (head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / tick)
+            except (OSError, IndexError, ValueError):
+                pass
+    except OSError:
+        pass
+    time.sleep(0.02)
 wall = time.monotonic() - start
-print(json.dumps([wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)]))
+print(json.dumps([wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status), list(threads.values())]))
 """
 
 
 def measure(cmd, stdout_path):
-    """Runs cmd; returns (wall seconds, cpu seconds, peak RSS KiB, exit status, nginx cpu seconds)."""
+    """Runs cmd; returns (wall seconds, cpu seconds, peak RSS KiB, exit status, nginx cpu seconds,
+    [(thread name, cpu seconds)])."""
     import json
     server_before = nginx_cpu_seconds()
     report = subprocess.run([sys.executable, "-I", "-S", "-c", RUNNER, json.dumps(cmd), stdout_path],
                             check=True, capture_output=True, text=True).stdout
     server = nginx_cpu_seconds() - server_before
-    wall, cpu, rss, status = json.loads(report)
-    return wall, cpu, rss, status, server
+    wall, cpu, rss, status, threads = json.loads(report)
+    return wall, cpu, rss, status, server, threads
+
+
+def thread_summary(threads, n):
+    """CPU ms/host of the curl loop threads (each, busiest first) and of every other thread."""
+    loops = sorted((cpu for name, cpu in threads if name.startswith("aasa-curl-")), reverse=True)
+    other = sum(cpu for name, cpu in threads if not name.startswith("aasa-curl-"))
+    per_loop = "+".join(f"{1000 * cpu / n:.2f}" for cpu in loops) or "-"
+    return f"loops {per_loop}, other {1000 * other / n:.2f}"
+
+
+def startup_rss(binary, curl):
+    """Peak RSS in MiB of `aasa-fetch --version` and `curl --version` (the fixed part), median of 3."""
+    result = []
+    for cmd in ([binary, "--version"], [curl, "--version"]):
+        runs = [measure(cmd, os.devnull)[2] for _ in range(3)]
+        result.append(sorted(runs)[1] / 1024)
+    return result
 
 
 def median_run(runs):
@@ -100,7 +143,9 @@ def free_port():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="2000,20000")
-    ap.add_argument("--concurrency", default="16,64,256")
+    ap.add_argument("--concurrency", default="16,64,256,1024")
+    ap.add_argument("--threads", default="default,1",
+                    help="aasa-fetch rows: 'default' (one loop per core) and/or --threads values, e.g. default,1,4")
     ap.add_argument("--binary", default=".build/release/aasa-fetch")
     ap.add_argument("--extra", action="append", default=[], help="extra aasa-fetch argument")
     ap.add_argument("--wrap", default="", help="a command prefix for aasa-fetch, e.g. 'perf record -e cpu-clock -g -o perf.data --'")
@@ -111,6 +156,7 @@ def main():
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     levels = [int(x) for x in args.concurrency.split(",")]
+    thread_rows = [x.strip() for x in args.threads.split(",") if x.strip()]
     curl = os.environ.get("BENCH_CURL") or shutil.which("curl")
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not curl or not os.path.exists(nginx):
@@ -166,8 +212,10 @@ http {{
 
         print(f"nginx on 127.0.0.1:{port} (1 worker), {os.cpu_count()} cores; file {len(BODY)} bytes; "
               f"curl {subprocess.run([curl, '--version'], capture_output=True, text=True).stdout.split()[1]}")
-        header = (f"{'N':>6} {'C':>4} | {'tool':<10} {'hosts/s':>9} {'cpu ms/host':>11} {'peak RSS MiB':>12} {'ok':>6} "
-                  f"{'nginx ms/host':>13} | {'speed x':>7} {'mem x':>6}")
+        ours_start, curl_start = startup_rss(args.binary, curl)
+        print(f"start-up peak RSS: aasa-fetch --version {ours_start:.1f} MiB, curl --version {curl_start:.1f} MiB")
+        header = (f"{'N':>6} {'C':>4} | {'tool':<12} {'hosts/s':>9} {'cpu ms/host':>11} {'peak RSS MiB':>12} {'ok':>6} "
+                  f"{'nginx ms/host':>13} | {'speed x':>7} {'mem x':>6} | cpu ms/host by thread")
         print(header)
         print("-" * len(header))
         for n in sizes:
@@ -180,9 +228,11 @@ http {{
                 for h in hosts:
                     f.write(f'url = "https://{h}/.well-known/apple-app-site-association"\noutput = "/dev/null"\n')
             for c in levels:
-                ours_cmd = shlex.split(args.wrap) + [args.binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
+                base_cmd = shlex.split(args.wrap) + [args.binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
                             "--connect-to", f"::127.0.0.1:{port}", "--allow-private", "--concurrency", str(c),
                             "--retry-delays", "", "--quiet"] + (["--json"] if args.output == "json" else []) + args.extra
+                variants = [(("aasa-fetch" if t == "default" else f"ours -t{t}"),
+                             base_cmd + ([] if t == "default" else ["--threads", t])) for t in thread_rows]
                 curl_cmd = [curl, "--parallel", "--parallel-max", str(c), "--http1.1", "-s", "-A", "AASA-Bot/1.0.0",
                             "--cacert", f"{work}/ca.pem", "--connect-to", f"::127.0.0.1:{port}",
                             "-w", "%{http_code}\\n", "-K", curl_config]
@@ -192,16 +242,18 @@ http {{
                     shutil.rmtree(f"{work}/store", ignore_errors=True)
                     os.environ["AASA_FETCH_CACHE"] = f"{work}/store"
 
-                ours_runs, curl_runs = [], []
+                ours_runs = {label: [] for label, _ in variants}
+                ok_ours = {}
+                curl_runs = []
                 for _ in range(max(1, args.repeat)):
-                    fresh_store()
-                    ours_runs.append(measure(ours_cmd, f"{work}/ours.json"))
+                    for label, cmd in variants:
+                        fresh_store()
+                        ours_runs[label].append(measure(cmd, f"{work}/ours.json"))
+                        ok_ours[label] = count_ok(f"{work}/ours.json") if args.output == "json" else count_human(f"{work}/ours.json")
                     if not args.skip_curl:
                         curl_runs.append(measure(curl_cmd, f"{work}/curl.out"))
-                ours = median_run(ours_runs)
-                ok_ours = count_ok(f"{work}/ours.json") if args.output == "json" else count_human(f"{work}/ours.json")
                 if args.cdn:
-                    cdn_cmd = ours_cmd + ["--route", "cdn", "--cdn-base", "https://cdn.bench.test/a/v1/"]
+                    cdn_cmd = variants[0][1] + ["--route", "cdn", "--cdn-base", "https://cdn.bench.test/a/v1/"]
                     cdn_runs = []
                     for _ in range(max(1, args.repeat)):
                         fresh_store()
@@ -210,20 +262,21 @@ http {{
                     if os.environ.get("BENCH_DEBUG"):
                         shutil.copy(f"{work}/cdn.json", "/tmp/cdn-debug.json")
                     ok_cdn = count_ok(f"{work}/cdn.json") if args.output == "json" else count_human(f"{work}/cdn.json")
-                    print(f"{n:>6} {c:>4} | {'via CDN':<10} {n / cdn[0]:>9.0f} {1000 * cdn[1] / n:>11.3f} {cdn[2] / 1024:>12.1f} {ok_cdn:>6} "
-                          f"{1000 * cdn[4] / n:>13.3f} | CDN/origin {ours[0] / cdn[0]:.2f}x")
-                if args.skip_curl:
-                    print(f"{n:>6} {c:>4} | {'aasa-fetch':<10} {n / ours[0]:>9.0f} {1000 * ours[1] / n:>11.3f} {ours[2] / 1024:>12.1f} {ok_ours:>6} "
-                          f"{1000 * ours[4] / n:>13.3f} |")
-                    continue
-                theirs = median_run(curl_runs)
-                ok_curl = sum(1 for line in open(f"{work}/curl.out") if line.strip() == "200")
-                speed = (n / ours[0]) / (n / theirs[0])
-                mem = theirs[2] / ours[2]
-                print(f"{n:>6} {c:>4} | {'aasa-fetch':<10} {n / ours[0]:>9.0f} {1000 * ours[1] / n:>11.3f} {ours[2] / 1024:>12.1f} {ok_ours:>6} "
-                      f"{1000 * ours[4] / n:>13.3f} | {speed:>7.2f} {mem:>6.2f}")
-                print(f"{'':>6} {'':>4} | {'curl':<10} {n / theirs[0]:>9.0f} {1000 * theirs[1] / n:>11.3f} {theirs[2] / 1024:>12.1f} {ok_curl:>6} "
-                      f"{1000 * theirs[4] / n:>13.3f} |")
+                    origin = median_run(ours_runs[variants[0][0]])
+                    print(f"{n:>6} {c:>4} | {'via CDN':<12} {n / cdn[0]:>9.0f} {1000 * cdn[1] / n:>11.3f} {cdn[2] / 1024:>12.1f} {ok_cdn:>6} "
+                          f"{1000 * cdn[4] / n:>13.3f} | CDN/origin {origin[0] / cdn[0]:.2f}x | {thread_summary(cdn[5], n)}")
+                theirs = None if args.skip_curl else median_run(curl_runs)
+                for label, _ in variants:
+                    ours = median_run(ours_runs[label])
+                    ratios = ""
+                    if theirs:
+                        ratios = f"{(n / ours[0]) / (n / theirs[0]):>7.2f} {theirs[2] / ours[2]:>6.2f}"
+                    print(f"{n:>6} {c:>4} | {label:<12} {n / ours[0]:>9.0f} {1000 * ours[1] / n:>11.3f} {ours[2] / 1024:>12.1f} {ok_ours[label]:>6} "
+                          f"{1000 * ours[4] / n:>13.3f} | {ratios:>14} | {thread_summary(ours[5], n)}")
+                if theirs:
+                    ok_curl = sum(1 for line in open(f"{work}/curl.out") if line.strip() == "200")
+                    print(f"{'':>6} {'':>4} | {'curl':<12} {n / theirs[0]:>9.0f} {1000 * theirs[1] / n:>11.3f} {theirs[2] / 1024:>12.1f} {ok_curl:>6} "
+                          f"{1000 * theirs[4] / n:>13.3f} | {'':>14} |")
                 sys.stdout.flush()
     finally:
         if nginx_proc:

@@ -70,7 +70,8 @@ extension AASAFetchCommand {
                 maxConnections: options.concurrency,
                 // One connection to the CDN, which HTTP/2 multiplexes (without the limit libcurl
                 // 7.88 opens one per transfer started before the first connection is up).
-                maxConnectionsPerHost: routing.route == .origin ? 0 : 1)
+                maxConnectionsPerHost: routing.route == .origin ? 0 : 1,
+                threads: options.threads)
             let diagnoser = Diagnoser(transport: client, options: options, route: routing.route, cdnBase: routing.cdnBase)
             let progress = console.stderrIsTerminal && !input.quiet && entries.count > 1
             var diagnoses: [Diagnosis] = []

@@ -178,7 +178,7 @@ extension AASAFetchCommand {
             let options = network.fetchOptions
             var results: [HostFetchResult] = []
             if !missing.isEmpty {
-                let client = CurlClient(maxConnections: options.concurrency)
+                let client = CurlClient(maxConnections: options.concurrency, threads: options.threads)
                 let progress = ProgressReporter(total: missing.count, enabled: !input.quiet && console.stderrIsTerminal && missing.count > 1)
                 results = await AASAFetcher(transport: client, options: options).fetchAll(missing) { done, result in
                     progress.update(done: done, result: result)

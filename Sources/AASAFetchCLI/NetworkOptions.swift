@@ -34,6 +34,12 @@ struct NetworkOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Most downloads at once (one connection per host).", valueName: "n"))
     var concurrency: Int = 32
 
+    @Option(help: ArgumentHelp("Download threads, each with its own curl loop (default: one per core).", valueName: "n"))
+    var threads: Int?
+
+    /// The most `--threads`.
+    static let maxThreads = 64
+
     /// The longest `--connect-timeout` and `--max-time`: a day.
     static let maxSeconds: Double = 86_400
     /// The largest `--max-size`: 1 GiB (Apple's own limit is 128 KiB).
@@ -56,6 +62,9 @@ struct NetworkOptions: ParsableArguments {
             }
         }
         guard concurrency >= 1, concurrency <= 4096 else { throw ValidationError("--concurrency must be between 1 and 4096") }
+        if let threads, threads < 1 || threads > Self.maxThreads {
+            throw ValidationError("--threads must be between 1 and \(Self.maxThreads)")
+        }
         guard parsedRetryDelays != nil else { throw ValidationError("--retry-delays takes seconds separated by commas, e.g. 1,3") }
         for entry in resolve where entry.split(separator: ":", omittingEmptySubsequences: false).count < 3 {
             throw ValidationError("--resolve takes HOST:PORT:ADDR, not '\(entry)'")
@@ -89,6 +98,7 @@ struct NetworkOptions: ParsableArguments {
         options.retryDelays = parsedRetryDelays ?? [1, 3]
         // No more downloads at once than the open-file limit allows (said once on stderr).
         options.concurrency = ProcessLimits.concurrency(concurrency, console: .standard)
+        options.threads = threads
         return options
     }
 }

@@ -105,12 +105,12 @@ extension AASAFetchCommand {
             let clock: @Sendable () -> Date = { fixedNow ?? Date() }
             let effectiveRegion = region?.uppercased() ?? DomainPrioritizer.region(fromEnvironment: ProcessInfo.processInfo.environment)
             let batch = batchSize ?? max(16, options.concurrency * 4)
-            let client = CurlClient(maxConnections: options.concurrency)
+            let client = CurlClient(maxConnections: options.concurrency, threads: options.threads)
             // Rows recorded through the CDN are refreshed through it: one HTTP/2 connection, which a
             // client of its own keeps (the origin client sets no per-host limit).
-            let cdnClient = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1)
+            let cdnClient = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1, threads: 1)
             // The webhook gets a client of its own: none of the hosts' network options apply to it.
-            let notifyClient = notify.url == nil ? nil : CurlClient(maxConnections: 2)
+            let notifyClient = notify.url == nil ? nil : CurlClient(maxConnections: 2, threads: 1)
             let notifier = notifyClient.map { notify.notifier(client: $0) } ?? nil
             var job = RefreshJob(
                 store: database, fetcher: AASAFetcher(transport: client, options: options),

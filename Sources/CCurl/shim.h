@@ -12,8 +12,11 @@
 
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -51,6 +54,11 @@ static inline int ccurl_global_init(void) {
     return (int)curl_global_init(CURL_GLOBAL_ALL);
 }
 
+/* Names the calling thread (what /proc/PID/task/TID/comm and profilers show; 15 characters kept). */
+static inline void ccurl_name_current_thread(const char *name) {
+    (void)prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
 /* MARK: - Constants Swift cannot import from macros */
 
 static const long ccurl_pipe_multiplex = CURLPIPE_MULTIPLEX;
@@ -63,6 +71,18 @@ static const long ccurl_http_version_2tls = CURL_HTTP_VERSION_2TLS;
 static const long ccurl_http_version_3 = CURL_HTTP_VERSION_3;
 /* CURLE_SSL_CACERT became an alias of CURLE_PEER_FAILED_VERIFICATION (a macro) in 7.62. */
 static const int ccurl_code_ssl_cacert = CURLE_SSL_CACERT;
+
+/*
+ * The CA bundle libcurl was built to use when none is given (curl_version_info's cainfo, e.g.
+ * /etc/ssl/certs/ca-certificates.crt on Debian), or NULL.
+ */
+static inline const char *ccurl_default_cainfo(void) {
+    const curl_version_info_data *info = curl_version_info(CURLVERSION_NOW);
+    if (info == NULL || info->age < CURLVERSION_SEVENTH) {
+        return NULL;
+    }
+    return info->cainfo;
+}
 
 /* MARK: - Easy handle options */
 
@@ -159,6 +179,81 @@ static inline CURLcode ccurl_msg_result(const CURLMsg *message) {
 
 static inline CURLSHcode ccurl_share_setopt_long(CURLSH *share, CURLSHoption option, long value) {
     return curl_share_setopt(share, option, value);
+}
+
+/*
+ * A share handle that several threads may use at once: one pthread mutex per kind of data
+ * (curl_lock_data), locked and unlocked by the callbacks below, as CURLSHOPT_LOCKFUNC asks
+ * ("a different lock for each kind of data"). libcurl also locks CURL_LOCK_DATA_SHARE itself
+ * around changes to the share object. Shared access requests are served exclusively: the
+ * critical sections are a hash look-up or insert.
+ */
+typedef struct ccurl_locked_share {
+    CURLSH *share;
+    pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
+} ccurl_locked_share;
+
+static void ccurl_locked_share_lock(CURL *handle, curl_lock_data data, curl_lock_access access, void *userptr) {
+    (void)handle;
+    (void)access;
+    ccurl_locked_share *locked = (ccurl_locked_share *)userptr;
+    if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST) {
+        pthread_mutex_lock(&locked->locks[data]);
+    }
+}
+
+static void ccurl_locked_share_unlock(CURL *handle, curl_lock_data data, void *userptr) {
+    (void)handle;
+    ccurl_locked_share *locked = (ccurl_locked_share *)userptr;
+    if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST) {
+        pthread_mutex_unlock(&locked->locks[data]);
+    }
+}
+
+/* Frees the share handle and its locks; call it only once no easy handle uses it any more. */
+static inline void ccurl_locked_share_destroy(ccurl_locked_share *locked) {
+    if (locked == NULL) {
+        return;
+    }
+    if (locked->share != NULL) {
+        (void)curl_share_cleanup(locked->share);
+    }
+    for (int index = 0; index < (int)CURL_LOCK_DATA_LAST; index++) {
+        pthread_mutex_destroy(&locked->locks[index]);
+    }
+    free(locked);
+}
+
+/*
+ * Creates a thread-safe share handle that shares the DNS cache and, when share_tls_sessions is
+ * non-zero, the TLS session cache (both documented as safe to share between threads with lock
+ * callbacks; connections are not). Returns NULL when libcurl refuses any of it.
+ */
+static inline ccurl_locked_share *ccurl_locked_share_create(int share_tls_sessions) {
+    ccurl_locked_share *locked = (ccurl_locked_share *)calloc(1, sizeof(ccurl_locked_share));
+    if (locked == NULL) {
+        return NULL;
+    }
+    for (int index = 0; index < (int)CURL_LOCK_DATA_LAST; index++) {
+        pthread_mutex_init(&locked->locks[index], NULL);
+    }
+    locked->share = curl_share_init();
+    if (locked->share == NULL
+        || curl_share_setopt(locked->share, CURLSHOPT_USERDATA, (void *)locked) != CURLSHE_OK
+        || curl_share_setopt(locked->share, CURLSHOPT_LOCKFUNC, ccurl_locked_share_lock) != CURLSHE_OK
+        || curl_share_setopt(locked->share, CURLSHOPT_UNLOCKFUNC, ccurl_locked_share_unlock) != CURLSHE_OK
+        || curl_share_setopt(locked->share, CURLSHOPT_SHARE, (long)CURL_LOCK_DATA_DNS) != CURLSHE_OK
+        || (share_tls_sessions
+            && curl_share_setopt(locked->share, CURLSHOPT_SHARE, (long)CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK)) {
+        ccurl_locked_share_destroy(locked);
+        return NULL;
+    }
+    return locked;
+}
+
+/* The CURLSH handle to give to CURLOPT_SHARE. */
+static inline CURLSH *ccurl_locked_share_handle(ccurl_locked_share *locked) {
+    return locked->share;
 }
 
 /* MARK: - Sockets (for CURLOPT_OPENSOCKETFUNCTION) */

@@ -1,39 +1,80 @@
+internal import CCurl
 import Foundation
 
-/// Performs HTTPS GET transfers with libcurl's multi interface.
-///
-/// One dedicated OS thread owns every curl handle (multi, share and one fresh easy handle per
-/// request) and runs `curl_multi_perform`/`curl_multi_poll`; ``perform(_:)`` posts work to it
-/// through a lock-guarded inbox and `curl_multi_wakeup`, so callers never block a thread of the
-/// cooperative pool. HTTP/2 transfers to one host share a connection. Call ``shutdown()`` before
-/// the process exits.
-public final class CurlClient: HTTPTransferring, Sendable {
-    private let mailbox = Mailbox()
+/// Identifies a transfer started with ``HTTPTransferring/start(_:completion:)``, to cancel it.
+public struct TransferTicket: Hashable, Sendable {
+    /// The loop the transfer was given to.
+    let loop: Int
+    /// The transfer's identifier on that loop (0: it never reached a loop).
+    let id: UInt64
+    /// The task running it, for transports without a queue of their own (the default `start`).
+    let task: Task<Void, Never>?
 
-    /// Starts a client and its loop thread.
+    init(loop: Int, id: UInt64, task: Task<Void, Never>? = nil) {
+        self.loop = loop
+        self.id = id
+        self.task = task
+    }
+}
+
+/// Performs HTTPS GET transfers with libcurl's multi interface over one or more loop threads.
+///
+/// Each loop is an OS thread that owns its own multi handle and the easy handle of every transfer
+/// it runs, calls `curl_multi_perform`/`curl_multi_poll`, and gets its work through a lock-guarded
+/// inbox and `curl_multi_wakeup`, so callers never block a thread of the cooperative pool. A new
+/// transfer goes to the loop with the fewest transfers waiting or running, unless its
+/// ``TransferRequest/affinity`` (or, for HTTP/2 and clients with a per-host limit, its host) ties
+/// it to one loop; HTTP/2 transfers to one host share a connection. The loops share one DNS cache
+/// and one TLS session cache, and at most `maxConnections` transfers run at once over all of them.
+/// Call ``shutdown()`` before the process exits.
+public final class CurlClient: HTTPTransferring, Sendable {
+    private let group: LoopGroup
+    private let perHostLimit: Bool
+
+    /// The number of loops when none is asked for: one per core.
+    public static var defaultThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
+
+    /// The most loops a client runs.
+    public static let maxThreads = 64
+
+    /// Starts a client and its loop threads.
     /// - Parameters:
-    ///   - maxConnections: Most transfers running and connections open at once
-    ///     (`CURLMOPT_MAX_TOTAL_CONNECTIONS`); further transfers wait in the client's queue and
-    ///     start in order on the loop thread as others finish (their timeouts start then).
+    ///   - maxConnections: Most transfers running at once over every loop (each loop's
+    ///     `CURLMOPT_MAX_TOTAL_CONNECTIONS` too); further transfers wait in their loop's queue and
+    ///     start in order on that loop's thread as others finish (their timeouts start then).
     ///   - maxConnectionsPerHost: Most connections to one host at once
-    ///     (`CURLMOPT_MAX_HOST_CONNECTIONS`); 0, the default, sets no limit. libcurl counts a
-    ///     transfer sent elsewhere by `connectTo` against the *target*, so any limit here would also
-    ///     cap every host of a run sent to one staging server; a caller never needs two connections
-    ///     to one host anyway (one download per host at a time; HTTP/2 transfers wait for the
-    ///     shared connection with `CURLOPT_PIPEWAIT`).
-    public init(maxConnections: Int = 32, maxConnectionsPerHost: Int = 0) {
-        let mailbox = self.mailbox
-        let thread = Thread {
-            MultiLoop.run(mailbox: mailbox, maxConnections: maxConnections, maxConnectionsPerHost: maxConnectionsPerHost)
-            mailbox.markThreadExited()
+    ///     (`CURLMOPT_MAX_HOST_CONNECTIONS`); 0, the default, sets no limit. With a limit, the
+    ///     transfers to one host all run on one loop, so the limit holds for the client. libcurl
+    ///     counts a transfer sent elsewhere by `connectTo` against the *target*, so any limit here
+    ///     would also cap every host of a run sent to one staging server; a caller never needs two
+    ///     connections to one host anyway (one download per host at a time; HTTP/2 transfers wait
+    ///     for the shared connection with `CURLOPT_PIPEWAIT`).
+    ///   - threads: Loop threads (1 … ``maxThreads``); `nil` is ``defaultThreads``.
+    public init(maxConnections: Int = 32, maxConnectionsPerHost: Int = 0, threads: Int? = nil) {
+        let count = min(Self.maxThreads, max(1, threads ?? Self.defaultThreads))
+        let group = LoopGroup(loops: count, maxConnections: maxConnections)
+        self.group = group
+        perHostLimit = maxConnectionsPerHost > 0
+        for index in 0..<count {
+            let thread = Thread {
+                // The name profilers and /proc/PID/task/*/comm show (Foundation's Thread.name does
+                // not reach the kernel here); Linux keeps 15 characters.
+                ccurl_name_current_thread("aasa-curl-\(index)")
+                MultiLoop.run(index: index, group: group, maxConnections: maxConnections, maxConnectionsPerHost: maxConnectionsPerHost)
+                group.mailboxes[index].markThreadExited()
+            }
+            thread.start()
         }
-        thread.name = "aasa-fetch.curl"
-        thread.start()
     }
 
     deinit {
-        mailbox.requestStop()
+        for mailbox in group.mailboxes {
+            mailbox.requestStop()
+        }
     }
+
+    /// The number of loop threads.
+    public var threads: Int { group.mailboxes.count }
 
     /// Performs one GET and returns the response, whatever its HTTP status; redirects are reported
     /// in ``TransferResponse/redirectURL``, never followed.
@@ -44,11 +85,12 @@ public final class CurlClient: HTTPTransferring, Sendable {
     /// - Returns: The complete response.
     /// - Throws: ``TransferFailure`` when no complete response arrived, classified by ``TransferFailureKind``.
     public func perform(_ request: TransferRequest) async throws(TransferFailure) -> TransferResponse {
+        let loop = group.loop(forAffinity: request.affinityKey(perHostLimit: perHostLimit))
+        let mailbox = group.mailboxes[loop]
         let id = try mailbox.reserve().get()
-        let mailbox = self.mailbox
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: TransferContinuation) in
-                mailbox.submit(id: id, request: request, continuation: continuation)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<TransferResponse, TransferFailure>, Never>) in
+                mailbox.submit(id: id, request: request) { continuation.resume(returning: $0) }
             }
         } onCancel: {
             mailbox.cancel(id: id)
@@ -56,12 +98,61 @@ public final class CurlClient: HTTPTransferring, Sendable {
         return try result.get()
     }
 
-    /// Whether the loop thread has finished (for tests of ``shutdown()``).
-    package var loopThreadExited: Bool { mailbox.threadExited }
+    /// Starts one GET without a task: the request waits as a plain value in its loop's queue
+    /// until a download slot is free, and `completion` gets the result, as ``perform(_:)`` returns
+    /// or throws it.
+    ///
+    /// `completion` runs exactly once, on the loop thread that ran the transfer (or on the
+    /// calling thread, before this returns, when the client is shut down): it must return
+    /// quickly and never block, since no other transfer of that loop progresses meanwhile.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - completion: Receives the response or the failure.
+    /// - Returns: The ticket to give ``cancel(_:)``.
+    @discardableResult
+    public func start(_ request: TransferRequest, completion: @escaping TransferCompletion) -> TransferTicket {
+        let loop = group.loop(forAffinity: request.affinityKey(perHostLimit: perHostLimit))
+        let mailbox = group.mailboxes[loop]
+        switch mailbox.reserve() {
+        case .success(let id):
+            mailbox.submit(id: id, request: request, completion: completion)
+            return TransferTicket(loop: loop, id: id)
+        case .failure(let failure):
+            completion(.failure(failure))
+            return TransferTicket(loop: loop, id: 0)
+        }
+    }
+
+    /// Cancels a transfer started with ``start(_:completion:)`` wherever it is (queued or
+    /// running): its completion gets a failure of kind ``TransferFailureKind/cancelled``. Does
+    /// nothing once the transfer has finished.
+    public func cancel(_ ticket: TransferTicket) {
+        guard ticket.id != 0, group.mailboxes.indices.contains(ticket.loop) else { return }
+        group.mailboxes[ticket.loop].cancel(id: ticket.id)
+    }
+
+    /// Whether every loop thread has finished (for tests of ``shutdown()``).
+    package var loopThreadExited: Bool { group.mailboxes.allSatisfy(\.threadExited) }
+
+    /// Transfers each loop has handed to curl so far (for tests of the spread over loops).
+    package var transfersStartedPerLoop: [Int] { group.mailboxes.map(\.startedCount) }
+
+    /// The loop that requests with this affinity key run on (for tests).
+    package func loopIndex(forAffinity key: String) -> Int {
+        LoopGroup.loopIndex(forKey: key, loops: group.mailboxes.count)
+    }
+
+    /// Download slots in use now (for tests of the limit over loops).
+    package var slotsInUse: Int { group.slots.inUse }
 
     /// Fails every pending transfer with ``TransferFailureKind/cancelled``, frees every curl handle
-    /// and stops the loop thread. Idempotent; later ``perform(_:)`` calls fail at once.
+    /// and stops every loop thread. Idempotent; later ``perform(_:)`` calls fail at once.
     public func shutdown() async {
-        await mailbox.shutdown()
+        for mailbox in group.mailboxes {
+            mailbox.requestStop()
+        }
+        for mailbox in group.mailboxes {
+            await mailbox.shutdown()
+        }
     }
 }

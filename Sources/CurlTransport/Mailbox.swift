@@ -11,15 +11,15 @@ struct MultiWakeupHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
 }
 
-/// Work posted to the loop thread.
+/// Work posted to a loop thread.
 enum LoopCommand: Sendable {
     /// Start a transfer.
-    case start(id: UInt64, request: TransferRequest, continuation: TransferContinuation)
+    case start(id: UInt64, request: TransferRequest, completion: TransferCompletion)
     /// Cancel a running transfer.
     case cancel(id: UInt64)
 }
 
-/// The shared, lock-guarded inbox between callers of ``CurlClient`` and its loop thread.
+/// The lock-guarded inbox between callers of ``CurlClient`` and one of its loop threads.
 final class Mailbox: Sendable {
     private enum Phase {
         case reserved, queued, active, cancelledEarly
@@ -38,6 +38,8 @@ final class Mailbox: Sendable {
         var multi: MultiWakeupHandle?
         var startupFailure: String?
         var threadExited = false
+        /// Transfers handed to curl by this loop so far (for tests of the spread over loops).
+        var started = 0
 
         func wake() {
             if let multi {
@@ -69,9 +71,24 @@ final class Mailbox: Sendable {
         }
     }
 
+    /// Transfers reserved and not yet finished (waiting anywhere or running): the loop's load.
+    var load: Int {
+        state.withLock { $0.phases.count }
+    }
+
+    /// Transfers this loop has handed to curl so far.
+    var startedCount: Int {
+        state.withLock { $0.started }
+    }
+
+    /// Wakes the loop (another loop handed it a download slot).
+    func wake() {
+        state.withLock { $0.wake() }
+    }
+
     /// Queues the start of a reserved transfer and wakes the loop; fails it at once when it was
     /// cancelled first or the client is stopping.
-    func submit(id: UInt64, request: TransferRequest, continuation: TransferContinuation) {
+    func submit(id: UInt64, request: TransferRequest, completion: @escaping TransferCompletion) {
         let failure: TransferFailure? = state.withLock { state in
             guard state.phases[id] == .reserved else {
                 state.phases[id] = nil
@@ -82,18 +99,18 @@ final class Mailbox: Sendable {
                 return Self.shutDownFailure
             }
             state.phases[id] = .queued
-            state.commands.append(.start(id: id, request: request, continuation: continuation))
+            state.commands.append(.start(id: id, request: request, completion: completion))
             state.wake()
             return nil
         }
         if let failure {
-            continuation.resume(returning: .failure(failure))
+            completion(.failure(failure))
         }
     }
 
     /// Cancels a transfer wherever it is: before submission, queued, or running in curl.
     func cancel(id: UInt64) {
-        let queued: TransferContinuation? = state.withLock { state in
+        let queued: TransferCompletion? = state.withLock { state in
             switch state.phases[id] {
             case .reserved:
                 state.phases[id] = .cancelledEarly
@@ -105,7 +122,7 @@ final class Mailbox: Sendable {
                     return false
                 }) else { return nil }
                 let command = state.commands.remove(at: index)
-                if case .start(_, _, let continuation) = command { return continuation }
+                if case .start(_, _, let completion) = command { return completion }
                 return nil
             case .active:
                 state.commands.append(.cancel(id: id))
@@ -115,7 +132,7 @@ final class Mailbox: Sendable {
                 return nil
             }
         }
-        queued?.resume(returning: .failure(Self.cancelledFailure))
+        queued?(.failure(Self.cancelledFailure))
     }
 
     /// Asks the loop to stop and waits until it has failed every transfer and freed every handle.
@@ -180,7 +197,12 @@ final class Mailbox: Sendable {
         }
     }
 
-    /// Forgets a transfer that finished (its continuation is about to be resumed).
+    /// Counts a transfer handed to curl.
+    func noteStarted() {
+        state.withLock { $0.started += 1 }
+    }
+
+    /// Forgets a transfer that finished (its completion is about to run).
     func finished(id: UInt64) {
         state.withLock { state in
             state.phases[id] = nil

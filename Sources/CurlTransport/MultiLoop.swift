@@ -1,60 +1,63 @@
 internal import CCurl
 import Glibc
 
-/// The loop run by the one thread that owns every curl handle of a ``CurlClient``.
+/// The loop run by one of the threads of a ``CurlClient``; each owns its own multi and easy handles.
 ///
-/// Drains the ``Mailbox`` (starts and cancels) into its queue, hands queued transfers to curl while
-/// fewer than the client's limit run, calls `curl_multi_perform`, completes finished transfers from
+/// Drains its ``Mailbox`` (starts and cancels) into its queue, hands queued transfers to curl while
+/// it can take a download slot from the client's ``SlotPool`` (the `--concurrency` limit holds
+/// over all loops), calls `curl_multi_perform`, completes finished transfers from
 /// `curl_multi_info_read` and at once starts queued ones in their place, then sleeps in
 /// `curl_multi_poll` until a socket is ready, curl's own timeout expires or another thread calls
-/// `curl_multi_wakeup`. Nothing here is shared:
-/// the multi, share and easy handles never leave this thread.
+/// `curl_multi_wakeup` (a caller with work, or a loop handing over a slot). The multi and easy
+/// handles never leave this thread; only the share handle (DNS and TLS session caches, with locks)
+/// is used by every loop of the client.
 final class MultiLoop {
+    private let index: Int
+    private let group: LoopGroup
     private let mailbox: Mailbox
     private let multi: UnsafeMutableRawPointer
     private let share: UnsafeMutableRawPointer?
     private var transfers: [UInt64: Transfer] = [:]
-    /// Started by callers but not yet handed to curl, oldest first: at most `maxActive` transfers
-    /// run at once, and the next one starts on this thread the moment one finishes (no hop through
-    /// the caller's threads); its timeouts start only then.
-    private var queued: [(id: UInt64, request: TransferRequest, continuation: TransferContinuation)] = []
+    /// Started by callers but not yet handed to curl, oldest first: a transfer starts only with a
+    /// download slot, and the next one starts on this thread the moment one finishes (no hop
+    /// through the caller's threads); its timeouts start only then.
+    private var queued: [(id: UInt64, request: TransferRequest, completion: TransferCompletion)] = []
     private var queueHead = 0
-    private let maxActive: Int
 
-    private init(mailbox: Mailbox, multi: UnsafeMutableRawPointer, share: UnsafeMutableRawPointer?, maxActive: Int) {
-        self.mailbox = mailbox
+    private init(index: Int, group: LoopGroup, multi: UnsafeMutableRawPointer) {
+        self.index = index
+        self.group = group
+        self.mailbox = group.mailboxes[index]
         self.multi = multi
-        self.share = share
-        self.maxActive = maxActive
+        self.share = group.caches.handle
     }
 
-    /// Runs the loop on the calling thread until the client shuts down.
-    static func run(mailbox: Mailbox, maxConnections: Int, maxConnectionsPerHost: Int) {
+    /// Runs loop `index` of `group` on the calling thread until the client shuts down.
+    static func run(index: Int, group: LoopGroup, maxConnections: Int, maxConnectionsPerHost: Int) {
+        let mailbox = group.mailboxes[index]
         guard CurlGlobal.isInitialized else {
             failEverything(mailbox, reason: "libcurl could not be initialised (curl_global_init returned \(CurlGlobal.initResult))")
+            group.loopExited()
             return
         }
         guard let multi = curl_multi_init() else {
             failEverything(mailbox, reason: "libcurl could not create a multi handle")
+            group.loopExited()
             return
         }
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max(0, maxConnections))
+        let loops = group.mailboxes.count
+        if loops > 1, maxConnections > 0 {
+            // Idle connections each loop keeps for reuse: its share of the limit. One loop closes
+            // idle connections as it needs room under the limit; several loops, each allowed the
+            // whole limit (a loop may hold most slots, the CDN's loop all of them), would
+            // otherwise keep up to the limit idle each, with their TLS state.
+            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(1, (maxConnections + loops - 1) / loops))
+        }
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, maxConnectionsPerHost))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex)
 
-        // DNS cache and TLS session cache shared by every transfer. All handles live on this
-        // thread, so the share handle needs no lock callbacks. Without it transfers still work.
-        var share = curl_share_init()
-        if let handle = share {
-            let dns = ccurl_share_setopt_long(handle, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_DNS.rawValue))
-            let tls = ccurl_share_setopt_long(handle, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
-            if dns != CURLSHE_OK || tls != CURLSHE_OK {
-                _ = curl_share_cleanup(handle)
-                share = nil
-            }
-        }
-
-        let loop = MultiLoop(mailbox: mailbox, multi: multi, share: share, maxActive: maxConnections > 0 ? maxConnections : Int.max)
+        let loop = MultiLoop(index: index, group: group, multi: multi)
         mailbox.publish(multi: MultiWakeupHandle(raw: multi))
         loop.runUntilStopped()
         loop.tearDown()
@@ -63,8 +66,8 @@ final class MultiLoop {
     private static func failEverything(_ mailbox: Mailbox, reason: String) {
         let (commands, waiters) = mailbox.close(startupFailure: reason)
         let failure = TransferFailure(kind: Transfer.descriptorsExhausted() ? .descriptorsExhausted : .invalidRequest, message: reason)
-        for case .start(_, _, let continuation) in commands {
-            continuation.resume(returning: .failure(failure))
+        for case .start(_, _, let completion) in commands {
+            completion(.failure(failure))
         }
         for waiter in waiters {
             waiter.resume()
@@ -76,8 +79,8 @@ final class MultiLoop {
             let (commands, stop) = mailbox.takeCommands()
             for command in commands {
                 switch command {
-                case .start(let id, let request, let continuation):
-                    queued.append((id, request, continuation))
+                case .start(let id, let request, let completion):
+                    queued.append((id, request, completion))
                 case .cancel(let id):
                     cancel(id: id)
                 }
@@ -101,19 +104,23 @@ final class MultiLoop {
         }
     }
 
-    /// Hands queued transfers to curl while fewer than `maxActive` run; returns whether it started any.
+    /// Hands queued transfers to curl while a download slot is free; returns whether it started any.
     @discardableResult
     private func startQueued() -> Bool {
         var started = false
-        while transfers.count < maxActive, queueHead < queued.count {
+        while queueHead < queued.count, group.slots.acquire(loop: index) {
             let next = queued[queueHead]
             queueHead += 1
-            start(id: next.id, request: next.request, continuation: next.continuation)
+            if !start(id: next.id, request: next.request, completion: next.completion) {
+                releaseSlot()
+            }
             started = true
         }
         if queueHead == queued.count {
-            queued.removeAll(keepingCapacity: true)
+            queued.removeAll(keepingCapacity: queued.count <= 1024)
             queueHead = 0
+            // Nothing left to start: slots another loop handed over go back (or on to a loop in line).
+            wake(group.slots.idle(loop: index))
         } else if queueHead > 1024, queueHead * 2 > queued.count {
             queued.removeFirst(queueHead)
             queueHead = 0
@@ -121,20 +128,33 @@ final class MultiLoop {
         return started
     }
 
-    private func start(id: UInt64, request: TransferRequest, continuation: TransferContinuation) {
-        guard let transfer = Transfer(id: id, request: request, continuation: continuation) else {
-            finish(id: id, continuation: continuation, result: .failure(
+    private func releaseSlot() {
+        if let next = group.slots.release(loop: index, hasQueued: queueHead < queued.count) {
+            wake([next])
+        }
+    }
+
+    private func wake(_ loops: [Int]) {
+        for loop in loops where loop != index {
+            group.mailboxes[loop].wake()
+        }
+    }
+
+    /// Hands a transfer to curl; returns `false` when it failed at once (its completion has run).
+    private func start(id: UInt64, request: TransferRequest, completion: @escaping TransferCompletion) -> Bool {
+        guard let transfer = Transfer(id: id, request: request, completion: completion) else {
+            finish(id: id, completion: completion, result: .failure(
                 TransferFailure(kind: Transfer.descriptorsExhausted() ? .descriptorsExhausted : .invalidRequest,
                                 message: "libcurl could not create an easy handle")))
-            return
+            return false
         }
         do throws(TransferFailure) {
             try transfer.configure(share: share)
         } catch {
             complete(transfer, result: .failure(error), added: false)
-            return
+            return false
         }
-        guard let easy = transfer.handle else { return }
+        guard let easy = transfer.handle else { return false }
         let code = curl_multi_add_handle(multi, easy)
         guard code == CURLM_OK else {
             let message = curl_multi_strerror(code).map { String(cString: $0) } ?? "error \(code.rawValue)"
@@ -142,9 +162,11 @@ final class MultiLoop {
                 TransferFailure(kind: Transfer.descriptorsExhausted() ? .descriptorsExhausted : .invalidRequest,
                                 curlCode: Int(code.rawValue), message: "curl_multi_add_handle: \(message)")),
                 added: false)
-            return
+            return false
         }
         transfers[id] = transfer
+        mailbox.noteStarted()
+        return true
     }
 
     private func cancel(id: UInt64) {
@@ -152,7 +174,7 @@ final class MultiLoop {
             complete(transfer, result: .failure(Mailbox.cancelledFailure), added: true)
         } else if let index = queued[queueHead...].firstIndex(where: { $0.id == id }) {
             let waiting = queued.remove(at: index)
-            finish(id: id, continuation: waiting.continuation, result: .failure(Mailbox.cancelledFailure))
+            finish(id: id, completion: waiting.completion, result: .failure(Mailbox.cancelledFailure))
         }  // else already finished
     }
 
@@ -175,42 +197,45 @@ final class MultiLoop {
         }
     }
 
-    /// Detaches and frees the transfer, then resumes its continuation (exactly once, no lock held).
+    /// Detaches and frees the transfer, gives back its download slot, then runs its completion
+    /// (exactly once, no lock held).
     private func complete(_ transfer: Transfer, result: Result<TransferResponse, TransferFailure>, added: Bool) {
         if added, let easy = transfer.handle {
             _ = curl_multi_remove_handle(multi, easy)
         }
         transfer.cleanup()
-        transfers[transfer.id] = nil
-        let continuation = transfer.continuation
-        transfer.continuation = nil
-        if let continuation {
-            finish(id: transfer.id, continuation: continuation, result: result)
+        if transfers.removeValue(forKey: transfer.id) != nil {
+            releaseSlot()
+        }
+        let completion = transfer.completion
+        transfer.completion = nil
+        if let completion {
+            finish(id: transfer.id, completion: completion, result: result)
         }
     }
 
-    private func finish(id: UInt64, continuation: TransferContinuation, result: Result<TransferResponse, TransferFailure>) {
+    private func finish(id: UInt64, completion: TransferCompletion, result: Result<TransferResponse, TransferFailure>) {
         mailbox.finished(id: id)
-        continuation.resume(returning: result)
+        completion(result)
     }
 
     private func tearDown() {
         let (commands, waiters) = mailbox.close()
-        for case .start(let id, _, let continuation) in commands {
-            finish(id: id, continuation: continuation, result: .failure(Mailbox.shutDownFailure))
+        for case .start(let id, _, let completion) in commands {
+            finish(id: id, completion: completion, result: .failure(Mailbox.shutDownFailure))
         }
         for waiting in queued[queueHead...] {
-            finish(id: waiting.id, continuation: waiting.continuation, result: .failure(Mailbox.shutDownFailure))
+            finish(id: waiting.id, completion: waiting.completion, result: .failure(Mailbox.shutDownFailure))
         }
         queued = []
         queueHead = 0
         for transfer in Array(transfers.values) {
             complete(transfer, result: .failure(Mailbox.shutDownFailure), added: true)
         }
+        wake(group.slots.idle(loop: index))
         _ = curl_multi_cleanup(multi)
-        if let share {
-            _ = curl_share_cleanup(share)
-        }
+        // The last loop out frees the share handle, before any shutdown waiter resumes.
+        group.loopExited()
         for waiter in waiters {
             waiter.resume()
         }

@@ -1,14 +1,15 @@
 internal import CCurl
 import Glibc
 
-/// The continuation a ``CurlClient/perform(_:)`` call waits on.
-typealias TransferContinuation = CheckedContinuation<Result<TransferResponse, TransferFailure>, Never>
+/// What runs when a transfer ends: exactly once, on the loop thread that ran it (or on the
+/// caller's thread when it never reached a loop).
+public typealias TransferCompletion = @Sendable (Result<TransferResponse, TransferFailure>) -> Void
 
 /// One transfer: its easy handle and everything libcurl points into while it runs.
 ///
 /// Thread-confined to the loop thread of ``MultiLoop`` (never `Sendable`). It owns the easy handle,
 /// the error buffer, every `curl_slist` handed to curl (curl does not copy those), the received
-/// body and headers, and the continuation until it is resumed. Callbacks find it through an
+/// body and headers, and the completion until it runs. Callbacks find it through an
 /// unretained pointer in `CURLOPT_WRITEDATA`/`HEADERDATA`/`OPENSOCKETDATA`/`PRIVATE`; the loop's
 /// table of transfers is the strong owner until after `curl_easy_cleanup`.
 final class Transfer {
@@ -16,8 +17,8 @@ final class Transfer {
     let id: UInt64
     /// The request being performed.
     let request: TransferRequest
-    /// The continuation to resume exactly once; `nil` once taken.
-    var continuation: TransferContinuation?
+    /// The completion to run exactly once; `nil` once taken.
+    var completion: TransferCompletion?
 
     private var easy: UnsafeMutableRawPointer?
     private let errorBuffer: UnsafeMutablePointer<CChar>
@@ -42,11 +43,11 @@ final class Transfer {
 
     /// Creates the transfer and its easy handle (not configured yet).
     /// - Returns: `nil` when libcurl cannot allocate an easy handle.
-    init?(id: UInt64, request: TransferRequest, continuation: TransferContinuation) {
+    init?(id: UInt64, request: TransferRequest, completion: @escaping TransferCompletion) {
         guard let handle = curl_easy_init() else { return nil }
         self.id = id
         self.request = request
-        self.continuation = continuation
+        self.completion = completion
         self.easy = handle
         let size = Int(ccurl_error_size) + 1
         errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
@@ -158,6 +159,13 @@ final class Transfer {
             try setString(CURLOPT_CAINFO, caFile, "CAINFO")
             // "Instead of" the system store: drop the compiled-in CA directory too.
             try check(ccurl_easy_setopt_string(easy, CURLOPT_CAPATH, nil), "CAPATH")
+        } else if Self.systemBundleReadable {
+            // The system store is the compiled-in bundle file (Debian's update-ca-certificates
+            // writes every CA of /etc/ssl/certs into it). Without the CA directory next to it,
+            // libcurl (7.87+) builds the X509 store once per multi handle and keeps it
+            // (CURLOPT_CA_CACHE_TIMEOUT); with the directory it parses the whole bundle for every
+            // connection, about 35 ms of CPU here.
+            try check(ccurl_easy_setopt_string(easy, CURLOPT_CAPATH, nil), "CAPATH")
         }
         // Memory per connection: OpenSSL frees idle TLS buffers, and curl's receive buffer is 8 KiB
         // (the default is 16 KiB; association files are small and streamed into our own buffer).
@@ -202,6 +210,13 @@ final class Transfer {
             "OPENSOCKETFUNCTION"
         )
     }
+
+    /// Whether libcurl's compiled-in CA bundle exists and is readable (then the CA directory is
+    /// not needed to trust the system's CAs).
+    static let systemBundleReadable: Bool = {
+        guard let path = ccurl_default_cainfo() else { return false }
+        return access(path, R_OK) == 0
+    }()
 
     private func check(_ code: CURLcode, _ option: String) throws(TransferFailure) {
         guard code != CURLE_OK else { return }

@@ -66,6 +66,11 @@ public struct TransferRequest: Sendable, Hashable {
     public var verifyPeer: Bool
     /// Whether to collect the server's certificate chain in ``TransferResponse/certificates``.
     public var collectCertificates: Bool
+    /// Requests with the same key run on the same loop of a ``CurlClient`` with several loops, so
+    /// they can share its connections (one HTTP/2 connection for every request to a CDN). `nil`,
+    /// the default: an HTTP/2 request, or any request of a client with a per-host connection
+    /// limit, is kept on the loop of its URL's host; any other goes to the least-loaded loop.
+    public var affinity: String?
 
     /// Creates a request with the defaults Apple's downloader uses.
     public init(
@@ -81,7 +86,8 @@ public struct TransferRequest: Sendable, Hashable {
         allowPrivateAddresses: Bool = false,
         httpVersion: HTTPVersion = .http1_1,
         verifyPeer: Bool = true,
-        collectCertificates: Bool = false
+        collectCertificates: Bool = false,
+        affinity: String? = nil
     ) {
         self.url = url
         self.headers = headers
@@ -96,5 +102,6 @@ public struct TransferRequest: Sendable, Hashable {
         self.httpVersion = httpVersion
         self.verifyPeer = verifyPeer
         self.collectCertificates = collectCertificates
+        self.affinity = affinity
     }
 }

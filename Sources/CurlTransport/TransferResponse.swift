@@ -181,4 +181,34 @@ public struct TransferResponse: Sendable, Hashable {
 public protocol HTTPTransferring: Sendable {
     /// Performs one GET and returns the response, or throws a ``TransferFailure``.
     func perform(_ request: TransferRequest) async throws(TransferFailure) -> TransferResponse
+
+    /// Starts one GET; `completion` gets what ``perform(_:)`` would return or throw, exactly once.
+    /// ``CurlClient`` queues the request as a plain value (no task) and runs `completion` on its
+    /// loop thread; the default implementation runs ``perform(_:)`` in a task.
+    @discardableResult
+    func start(_ request: TransferRequest, completion: @escaping TransferCompletion) -> TransferTicket
+
+    /// Cancels a transfer started with ``start(_:completion:)``: its completion gets a
+    /// ``TransferFailureKind/cancelled`` failure unless it has finished already.
+    func cancel(_ ticket: TransferTicket)
+}
+
+extension HTTPTransferring {
+    /// Runs ``perform(_:)`` in a task and hands its result to `completion`.
+    @discardableResult
+    public func start(_ request: TransferRequest, completion: @escaping TransferCompletion) -> TransferTicket {
+        let task = Task {
+            do throws(TransferFailure) {
+                completion(.success(try await perform(request)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+        return TransferTicket(loop: 0, id: 0, task: task)
+    }
+
+    /// Cancels the task of a ticket from the default ``start(_:completion:)``.
+    public func cancel(_ ticket: TransferTicket) {
+        ticket.task?.cancel()
+    }
 }

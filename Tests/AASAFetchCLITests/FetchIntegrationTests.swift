@@ -261,4 +261,38 @@ struct FetchIntegrationTests {
         #expect(try ToolRunner.run([]).status == 64)
         #expect(try ToolRunner.run(["--domain", "applinks:x.com", "--concurrency", "0"]).status == 64)
     }
+
+    /// `--threads` (curl loops) takes 1 … 64, from the command line or `AASA_FETCH_THREADS`, on
+    /// every command that downloads; anything else is a usage error that names the option.
+    @Test(arguments: [["--threads", "0"], ["--threads", "65"], ["--threads", "many"]])
+    func threadsOutOfRangeIsAUsageError(arguments: [String]) throws {
+        for command in [["--domain", "applinks:x.com"], ["diagnose", "x.com"], ["refresh"], ["match", "https://x.com/", "--domain", "x.com"]] {
+            let result = try ToolRunner.run(command + arguments)
+            #expect(result.status == 64, "\(command + arguments): \(result.stderr)")
+            #expect(result.stderr.contains("--threads"), "\(result.stderr)")
+        }
+        let fromEnvironment = try ToolRunner.run(["--domain", "applinks:x.com"], environment: ["AASA_FETCH_THREADS": arguments[1]])
+        #expect(fromEnvironment.status == 64)
+        #expect(fromEnvironment.stderr.contains("AASA_FETCH_THREADS"), "\(fromEnvironment.stderr)")
+    }
+
+    /// The same hosts give the same report with one curl loop and with several.
+    @Test func oneLoopAndSeveralLoopsGiveTheSameReport() async throws {
+        let ca = try TestCA.shared()
+        let hosts = (1...12).map { "t\($0).loops.test" }
+        let server = try await FaultServer.start(script: FaultScript(default: .respond(body: Self.good)),
+                                                 certificate: try ca.leaf(for: ["*.loops.test"]))
+        defer { server.stop() }
+        var reports: [[String]] = []
+        for threads in ["1", "3"] {
+            let result = try ToolRunner.run(["--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private",
+                                             "--retry-delays", "", "--concurrency", "4", "--threads", threads, "--quiet",
+                                             "--no-store", "--json", "--app-id", Self.appID] + hosts.flatMap { ["--domain", "applinks:\($0)"] })
+            #expect(result.status == 0, "\(result.stderr)")
+            let report = try result.json()
+            reports.append(hosts.map { report.domain($0)?["code"] as? String ?? "missing" })
+        }
+        #expect(reports[0] == Array(repeating: "ok", count: hosts.count))
+        #expect(reports[1] == reports[0])
+    }
 }

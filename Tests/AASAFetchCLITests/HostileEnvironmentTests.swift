@@ -237,9 +237,11 @@ struct HostileEnvironmentTests {
         defer { try? FileManager.default.removeItem(at: work) }
         let release = work.appendingPathComponent("release").path
         let held = FaultBehavior.holdUntilFile(release, body: Self.good, headers: [("Content-Type", "application/json")])
-        let (server, ca) = try await Self.server(hosts: ["s0.fault.test": held, "s1.fault.test": held])
-        defer { server.stop() }
+        // Every host is held: the two the run starts first (which two is the scheduler's business)
+        // have their sockets when the limit comes; the ten others can get none.
         let hosts = (0..<12).map { "s\($0).fault.test" }
+        let (server, ca) = try await Self.server(hosts: Dictionary(uniqueKeysWithValues: hosts.map { ($0, held) }))
+        defer { server.stop() }
         let cache = work.appendingPathComponent("cache").path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
@@ -265,10 +267,14 @@ struct HostileEnvironmentTests {
         #expect(process.terminationStatus == 2, "\(stderr)")
         #expect(stderr.contains("aasa-fetch: descriptors-exhausted: 10 host(s) could not be fetched"), "\(stderr)")
         let codes = try Self.storedCodes(cache)
-        #expect(codes["s0.fault.test"] == "ok")
-        #expect(codes["s1.fault.test"] == "ok")
-        for host in hosts.dropFirst(2) {
-            #expect(codes[host] == .some(nil), "\(host) was recorded as \(String(describing: codes[host])) for this process's own shortage")
+        let started = Set(server.requests().filter { $0.event == "request" }.compactMap(\.host).map { $0.split(separator: ":")[0] }.map(String.init))
+        #expect(started.count == 2, "\(started)")
+        for host in hosts {
+            if started.contains(host) {
+                #expect(codes[host] == "ok", "\(host)")
+            } else {
+                #expect(codes[host] == .some(nil), "\(host) was recorded as \(String(describing: codes[host])) for this process's own shortage")
+            }
         }
     }
 

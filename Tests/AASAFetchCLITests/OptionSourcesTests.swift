@@ -159,7 +159,7 @@ import Testing
         #expect(lint.arguments == ["lint", "a.json"])
         #expect(lint.warnings == ["aasa-fetch: warning: AASA_FETCH_CACRET is not an option of any command (ignored)"])
         let fetch = try resolve(["--domain", "applinks:a.test"], ["AASA_FETCH_CACERT": "ca.pem"])
-        #expect(fetch == OptionSources.Resolution(arguments: ["--cacert=ca.pem", "--domain", "applinks:a.test"], warnings: []))
+        #expect(fetch == OptionSources.Resolution(arguments: ["--domain", "applinks:a.test", "--cacert=ca.pem"], warnings: []))
         // The old spool switch is no longer read by anything: it is reported like any unknown variable.
         let spool = try resolve(["--domain", "applinks:a.test"], ["AASA_FETCH_SPOOL": "off"])
         #expect(spool.warnings == ["aasa-fetch: warning: AASA_FETCH_SPOOL is not an option of any command (ignored)"])

@@ -210,7 +210,7 @@ struct NotificationTests {
         var capped = store
         capped.notificationCapacity = 2
         try await Self.queueContract(store, capped: capped)
-        #expect(try await store.appliedMigrations().last == "v2-notify")
+        #expect(try await store.appliedMigrations().last == "v3-notify")
         withExtendedLifetime(temporary) {}
     }
 
@@ -219,7 +219,7 @@ struct NotificationTests {
         _ = try await store.register(hosts: [HostRegistration(key: HostKey(host: "a.example"), tier: 0)], needs: [], now: t0)
         try await rewind("DROP TABLE notifications")
         try await rewind("DROP TABLE notification_drops")
-        try await rewind("DELETE FROM \(store is SQLiteAssociationStore ? "grdb_migrations WHERE identifier" : "schema_migrations WHERE version") = 'v2-notify'")
+        try await rewind("DELETE FROM \(store is SQLiteAssociationStore ? "grdb_migrations WHERE identifier" : "schema_migrations WHERE version") = 'v3-notify'")
         let upgraded = try await reopen()
         #expect(try await upgraded.allHosts().map(\.key.host) == ["a.example"])
         try await record(upgraded, host: "a.example", events(["after-upgrade"]), at: t0)
@@ -230,7 +230,7 @@ struct NotificationTests {
         let temporary = StoreTests.TemporaryStore()
         let store = try temporary.open()
         try await Self.upgradesFromV1(store, rewind: { try await store.executeForTesting($0) }, reopen: { try temporary.open(create: false) })
-        #expect(try await temporary.open(create: false).appliedMigrations().contains("v2-notify"))
+        #expect(try await temporary.open(create: false).appliedMigrations().contains("v3-notify"))
 
         let server = try await PostgresServer.start()
         defer { server.stop() }
@@ -247,7 +247,7 @@ struct NotificationTests {
         var capped = store
         capped.notificationCapacity = 2
         try await Self.queueContract(store, capped: capped)
-        #expect(try await store.appliedMigrations().contains("v2-notify"))
+        #expect(try await store.appliedMigrations().contains("v3-notify"))
         await store.close()
     }
 }

@@ -240,7 +240,7 @@ struct StoreRetentionTests {
             INSERT INTO history (host, route, at, kind, detail) VALUES ('old.example', 'origin', \(t0), 'approved', '{"code":"ok"}');
             """)
         let store = try temporary.open(create: false)
-        #expect(try await store.appliedMigrations() == ["v1", "v2-retention", "v2-notify"])
+        #expect(try await store.appliedMigrations() == ["v1", "v2-retention", "v3-notify"])
         try await Self.checkUpgraded(store)
         #expect(try await store.integrityCheck() == ["ok"])
     }
@@ -267,7 +267,7 @@ struct StoreRetentionTests {
             """)
         await old.close()
         let store = try await PostgresAssociationStore.connect(url: server.url)
-        #expect(try await store.appliedMigrations() == ["v1", "v2-retention", "v2-notify"])
+        #expect(try await store.appliedMigrations() == ["v1", "v2-retention", "v3-notify"])
         try await Self.checkUpgraded(store)
         await store.close()
     }

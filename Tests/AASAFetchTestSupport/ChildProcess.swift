@@ -28,9 +28,14 @@ public enum ChildProcess {
     }
 
     /// This process's environment without the `AASA_FETCH_*` variables, which would otherwise set
-    /// options of every `aasa-fetch` a test runs (a developer's shell may have them).
+    /// options of every `aasa-fetch` a test runs (a developer's shell may have them); when the
+    /// suite runs with ``TestThreads/requested`` (`AASA_TEST_THREADS`), its `AASA_FETCH_THREADS`.
     public static var inheritedEnvironment: [String: String] {
-        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AASA_FETCH_") }
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AASA_FETCH_") }
+        if let threads = TestThreads.requested {
+            environment["AASA_FETCH_THREADS"] = String(threads)
+        }
+        return environment
     }
 
     /// Runs a program to completion and returns its output; kills it when it runs too long.
@@ -157,5 +162,15 @@ public enum ChildProcess {
             return nil
         }
         return process
+    }
+}
+
+/// The curl loops the suite's clients run: `AASA_TEST_THREADS=1 swift test` runs every transport
+/// test and every `aasa-fetch` the tests start with one loop (`--threads 1`); unset, each uses its
+/// default (one loop per core).
+public enum TestThreads {
+    /// `AASA_TEST_THREADS` as a number, `nil` when unset or not a number.
+    public static var requested: Int? {
+        ProcessInfo.processInfo.environment["AASA_TEST_THREADS"].flatMap { Int($0) }
     }
 }

@@ -41,6 +41,8 @@ public struct FaultBehavior: Sendable, Hashable, Encodable {
     public var headerBytes: Int?
     /// For `hold-until-file`: the file whose creation releases the request.
     public var releaseFile: String?
+    /// Seconds to wait after reading the request, before answering (any action).
+    public var delay: Double?
 
     /// A chunked 200 whose trailers never end (at most `trailerBytes`).
     public static func endlessTrailers(body: String, trailerBytes: Int? = nil) -> FaultBehavior {
@@ -179,6 +181,9 @@ public struct FaultRequest: Sendable, Hashable, Decodable {
     public var method: String?
     /// The request body as UTF-8 text (a webhook's POST); absent for connection events.
     public var body: String?
+    /// Requests read and not yet being answered when this one arrived, itself included (for
+    /// `request` events): the largest is the most the client had waiting on the server at once.
+    public var inFlight: Int?
 }
 
 /// Our own scriptable TLS server (`Resources/faultserver.py`) for faults nginx cannot produce:

@@ -20,7 +20,7 @@ struct FaultTransportTests {
     @Test func userAgentAndExtraHeadersReachTheServer() async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .respond(body: "{}")))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = faultRequest(server, ca, path: "/.well-known/apple-app-site-association")
         request.userAgent = "AASA-Bot/1.0.0"
         request.headers = ["If-None-Match: \"abc\"", "X-Extra: 1"]
@@ -52,7 +52,7 @@ struct FaultTransportTests {
                 return await group.reduce(into: []) { $0.append($1) }
             }
         }
-        let parallel = CurlClient(maxConnections: 8)
+        let parallel = makeClient(maxConnections: 8)
         #expect(await statuses(parallel, 1...6) == Array(repeating: 200, count: 6))
         await parallel.shutdown()
     }
@@ -66,7 +66,7 @@ struct FaultTransportTests {
         ])
         let (server, ca) = try await startFaultServer(script)
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         for path in ["/chunked", "/gzip", "/both"] {
             let response = try await client.perform(faultRequest(server, ca, path: path))
             #expect(response.status == 200)
@@ -83,7 +83,7 @@ struct FaultTransportTests {
     func tooLargeBodiesAreAbortedEarly(behavior: FaultBehavior) async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: behavior))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         let (failure, seconds) = await measure {
             await expectFailure { () async throws(TransferFailure) in try await client.perform(faultRequest(server, ca)) }
         }
@@ -95,7 +95,7 @@ struct FaultTransportTests {
     @Test func neverAnsweringHandshakeTimesOutOnConnectTimeout() async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .neverAnswer))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = faultRequest(server, ca)
         request.connectTimeout = 1
         let (failure, seconds) = await measure {
@@ -111,7 +111,7 @@ struct FaultTransportTests {
         let (server, ca) = try await startFaultServer(
             FaultScript(default: .respond(body: "{}"), hosts: ["held.fault.test": .neverAnswer]))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = faultRequest(server, ca, host: "held.fault.test")
         request.connectTimeout = 1
         let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
@@ -124,7 +124,7 @@ struct FaultTransportTests {
     @Test func stallAfterHeadersTimesOutOnMaxTime() async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .stallAfterHeaders()))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = faultRequest(server, ca)
         request.maxTime = 2
         let (failure, seconds) = await measure {
@@ -138,7 +138,7 @@ struct FaultTransportTests {
     @Test func slowDripTimesOutOnMaxTime() async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .slow(body: "{\"applinks\":{}}")))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = faultRequest(server, ca)
         request.maxTime = 1.5
         let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
@@ -149,7 +149,7 @@ struct FaultTransportTests {
     @Test func resetMidBodyIsATransferFailure() async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .resetMidBody()))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         let failure = await expectFailure { () async throws(TransferFailure) in
             try await client.perform(faultRequest(server, ca))
         }
@@ -160,7 +160,7 @@ struct FaultTransportTests {
     @Test func cancellingTheTaskCancelsTheTransfer() async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .stallAfterHeaders()))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = faultRequest(server, ca)
         request.maxTime = 30
         let task = performTask(client, request)
@@ -190,7 +190,7 @@ struct FaultTransportTests {
         ])
         let (server, ca) = try await startFaultServer(script)
         defer { server.stop() }
-        let client = CurlClient(maxConnections: 1)
+        let client = makeClient(maxConnections: 1)
         var slow = faultRequest(server, ca, host: "a.fault.test", path: "/slow")
         slow.maxTime = 20
         var fast = faultRequest(server, ca, host: "b.fault.test", path: "/fast")
@@ -210,7 +210,7 @@ struct FaultTransportTests {
     @Test func queuedTransfersCanBeCancelledAndAreFailedByShutdown() async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .stallAfterHeaders()))
         defer { server.stop() }
-        let client = CurlClient(maxConnections: 1)
+        let client = makeClient(maxConnections: 1)
         var request = faultRequest(server, ca)
         request.maxTime = 30
         let running = performTask(client, request)
@@ -231,7 +231,7 @@ struct FaultTransportTests {
     }
 
     @Test func alreadyCancelledTaskFailsAtOnce() async throws {
-        let client = CurlClient()
+        let client = makeClient()
         let task = Task { () async -> Result<TransferResponse, TransferFailure> in
             withUnsafeCurrentTask { $0?.cancel() }
             do throws(TransferFailure) {
@@ -248,7 +248,7 @@ struct FaultTransportTests {
     @Test func shutdownFailsPendingTransfersAndIsIdempotent() async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .stallAfterHeaders()))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = faultRequest(server, ca)
         request.maxTime = 30
         let tasks = (0..<3).map { index in

@@ -1,5 +1,12 @@
+import AASAFetchTestSupport
 import CurlTransport
 import Testing
+
+/// A client with the suite's loop count (``TestThreads/requested``, else the default: one loop per
+/// core) unless a test asks for its own.
+func makeClient(maxConnections: Int = 32, maxConnectionsPerHost: Int = 0, threads: Int? = TestThreads.requested) -> CurlClient {
+    CurlClient(maxConnections: maxConnections, maxConnectionsPerHost: maxConnectionsPerHost, threads: threads)
+}
 
 /// Runs `body`, records an issue if it succeeds, and returns its failure.
 func expectFailure(

@@ -14,7 +14,7 @@ struct HostileServerTests {
     @Test func endlessTrailersHitTheHeaderCap() async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .endlessTrailers(body: "{}")))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = faultRequest(server, ca)
         request.maxTime = 60
         let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
@@ -28,7 +28,7 @@ struct HostileServerTests {
         let headers = (0..<40).map { ("X-Filler-\($0)", String(repeating: "f", count: 100)) }
         let (server, ca) = try await startFaultServer(FaultScript(default: .respond(headers: headers, body: "{}")))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var small = faultRequest(server, ca)
         small.maxHeaderBytes = 2048
         let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(small) }
@@ -44,7 +44,7 @@ struct HostileServerTests {
     @Test func aHugeHeaderLineIsHeadersTooLarge() async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .bigHeader(headerBytes: 1024 * 1024)))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(faultRequest(server, ca)) }
         await client.shutdown()
         #expect(failure?.kind.rawValue == "headers-too-large", "\(String(describing: failure))")
@@ -56,7 +56,7 @@ struct HostileServerTests {
     func nonHTTPAnswersAreInvalidResponses(_ answer: String) async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .raw(answer)))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(faultRequest(server, ca)) }
         await client.shutdown()
         #expect(failure?.kind.rawValue == "invalid-response", "\(String(describing: failure))")
@@ -68,7 +68,7 @@ struct HostileServerTests {
     func headerInjectionIsRefusedBeforeSending(_ agent: String) async throws {
         let (server, ca) = try await startFaultServer(FaultScript(default: .respond(body: "{}")))
         defer { server.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = faultRequest(server, ca)
         request.userAgent = agent
         let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }

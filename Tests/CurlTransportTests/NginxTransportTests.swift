@@ -73,7 +73,7 @@ struct NginxTransportTests {
     @Test func okResponseWithBodyHeadersAndDetails() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = fixture.request("aasa.test")
         request.userAgent = "AASA-Bot/test"
         request.collectCertificates = true
@@ -103,7 +103,7 @@ struct NginxTransportTests {
     @Test func notFoundIsAResponse() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         let response = try await client.perform(fixture.request("aasa.test", "/apple-app-site-association"))
         await client.shutdown()
         #expect(response.status == 404)
@@ -112,7 +112,7 @@ struct NginxTransportTests {
     @Test func redirectIsReportedNotFollowed() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         let response = try await client.perform(fixture.request("aasa.test", "/redirect"))
         await client.shutdown()
         #expect(response.status == 301)
@@ -124,7 +124,7 @@ struct NginxTransportTests {
     @Test func gzipEncodedBodyIsDecoded() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         let response = try await client.perform(fixture.request("aasa.test", "/gzipped.json"))
         await client.shutdown()
         #expect(response.status == 200)
@@ -136,7 +136,7 @@ struct NginxTransportTests {
     func tooLargeBodyIsAbortedEarly(path: String) async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         let (failure, seconds) = await measure {
             await expectFailure { () async throws(TransferFailure) in
                 try await client.perform(fixture.request("aasa.test", path))
@@ -157,7 +157,7 @@ struct NginxTransportTests {
     func certificateProblemsAreClassified(host: String, expected: TransferFailureKind) async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         let failure = await expectFailure { () async throws(TransferFailure) in
             try await client.perform(fixture.request(host))
         }
@@ -169,7 +169,7 @@ struct NginxTransportTests {
     @Test func systemTrustStoreDoesNotTrustTheTestCA() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = fixture.request("aasa.test")
         request.caFile = nil
         let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
@@ -180,7 +180,7 @@ struct NginxTransportTests {
     @Test func loopbackIsRefusedWithoutAllowPrivateAddresses() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = fixture.request("aasa.test")
         request.allowPrivateAddresses = false
         let failure = await expectFailure { () async throws(TransferFailure) in try await client.perform(request) }
@@ -193,7 +193,7 @@ struct NginxTransportTests {
     @Test func resolveEntriesWork() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         let request = TransferRequest(
             url: "https://aasa.test:\(fixture.server.port)/.well-known/apple-app-site-association",
             caFile: fixture.ca.caCertPath, resolve: ["aasa.test:\(fixture.server.port):127.0.0.1"],
@@ -206,7 +206,7 @@ struct NginxTransportTests {
     @Test func http2IsNegotiated() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient()
+        let client = makeClient()
         var request = fixture.request("aasa.test")
         request.httpVersion = .http2
         let response = try await client.perform(request)
@@ -222,7 +222,7 @@ struct NginxTransportTests {
     func hundredConcurrentRequestsComplete(version: HTTPVersion) async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient(maxConnectionsPerHost: 1)
+        let client = makeClient(maxConnectionsPerHost: 1)
         var request = fixture.request("aasa.test")
         request.httpVersion = version
         let statuses = await withTaskGroup(of: Int.self) { group in
@@ -257,7 +257,7 @@ struct NginxTransportTests {
     @Test func http2ConnectionIsReusedAfterTheFirstRequest() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        let client = CurlClient(maxConnections: 64, maxConnectionsPerHost: 1)
+        let client = makeClient(maxConnections: 64, maxConnectionsPerHost: 1)
         var request = fixture.request("aasa.test")
         request.httpVersion = .http2
         #expect(try await client.perform(request).status == 200)
@@ -277,10 +277,37 @@ struct NginxTransportTests {
         #expect(Set(logged.map(\.connection)).count == 1, "connections: \(logged.map(\.connection))")
     }
 
+    /// The CDN route over several loops: every HTTP/2 request to one host goes to that host's loop,
+    /// so all of them ride on one connection, whichever loop the first one took.
+    @Test func http2RequestsToOneHostShareOneConnectionOverSeveralLoops() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = makeClient(maxConnections: 64, maxConnectionsPerHost: 1, threads: 4)
+        var request = fixture.request("aasa.test")
+        request.httpVersion = .http2
+        #expect(try await client.perform(request).status == 200)
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for index in 0..<40 {
+                var item = request
+                item.url += "?n=\(index)"
+                group.addTask { (try? await client.perform(item).status) ?? -1 }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let perLoop = client.transfersStartedPerLoop
+        await client.shutdown()
+        #expect(statuses == Array(repeating: 200, count: 40))
+        #expect(perLoop.filter { $0 > 0 } == [41], "transfers per loop: \(perLoop)")
+        _ = await waitUntil(timeout: .seconds(5)) { fixture.server.requests().count >= 41 }
+        let logged = fixture.server.requests()
+        #expect(logged.count == 41)
+        #expect(Set(logged.map(\.connection)).count == 1, "connections: \(Set(logged.map(\.connection)))")
+    }
+
     @Test func closedPortIsAConnectFailure() async throws {
         let ca = try TestCA.shared()
         let port = try Loopback.freePort()
-        let client = CurlClient()
+        let client = makeClient()
         let request = TransferRequest(
             url: "https://aasa.test/", caFile: ca.caCertPath, connectTo: ["::127.0.0.1:\(port)"],
             allowPrivateAddresses: true)

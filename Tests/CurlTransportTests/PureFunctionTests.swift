@@ -97,7 +97,7 @@ struct FailureClassifierTests {
 struct InvalidRequestTests {
     @Test(.timeLimit(.minutes(1)), arguments: ["http://127.0.0.1:9/", "ftp://127.0.0.1/file", "not a url"])
     func rejectsNonHTTPS(url: String) async {
-        let client = CurlClient()
+        let client = makeClient()
         defer { _ = client }
         let failure = await expectFailure { () async throws(TransferFailure) in
             try await client.perform(TransferRequest(url: url, allowPrivateAddresses: true))
@@ -111,7 +111,7 @@ struct ClientLifecycleTests {
     @Test(.timeLimit(.minutes(1)))
     func shutdownStopsTheLoopThreadAndIsIdempotent() async {
         for _ in 0..<20 {
-            let client = CurlClient()
+            let client = makeClient()
             await client.shutdown()
             await client.shutdown()
             let exited = await waitUntil(timeout: .seconds(5), interval: .milliseconds(5)) { client.loopThreadExited }
@@ -121,7 +121,7 @@ struct ClientLifecycleTests {
 
     @Test(.timeLimit(.minutes(1)))
     func concurrentShutdownsAllReturn() async {
-        let client = CurlClient()
+        let client = makeClient()
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<10 {
                 group.addTask { await client.shutdown() }

@@ -188,7 +188,7 @@ _aasa-fetch_fetch() {
     repeating_flags=()
     non_repeating_flags=(--quiet -q --allow-private --no-store --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --cache --store --format --config)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --threads --route --cdn-base --cache --store --format --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -243,6 +243,9 @@ _aasa-fetch_fetch() {
         return
         ;;
     '--concurrency')
+        return
+        ;;
+    '--threads')
         return
         ;;
     '--route')
@@ -314,7 +317,7 @@ _aasa-fetch_match() {
     repeating_flags=()
     non_repeating_flags=(--quiet -q --allow-private --no-store --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cache --store --config)
+    non_repeating_options=(--urls --aasa --host --cases --entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --threads --cache --store --config)
     __aasa-fetch_offer_flags_options -1
 
     # Offer option value completions
@@ -386,6 +389,9 @@ _aasa-fetch_match() {
     '--concurrency')
         return
         ;;
+    '--threads')
+        return
+        ;;
     '--cache')
         __aasa-fetch_add_completions -d
         return
@@ -404,7 +410,7 @@ _aasa-fetch_diagnose() {
     repeating_flags=()
     non_repeating_flags=(--quiet -q --allow-private --json --no-config --version -h --help)
     repeating_options=(--domain --app-id --define --resolve --connect-to)
-    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --route --cdn-base --format --config)
+    non_repeating_options=(--entitlements --app --domains --region --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --threads --route --cdn-base --format --config)
     __aasa-fetch_offer_flags_options 1
 
     # Offer option value completions
@@ -461,6 +467,9 @@ _aasa-fetch_diagnose() {
     '--concurrency')
         return
         ;;
+    '--threads')
+        return
+        ;;
     '--route')
         __aasa-fetch_add_completions -W 'origin'$'\n''cdn'$'\n''both'
         return
@@ -483,7 +492,7 @@ _aasa-fetch_refresh() {
     repeating_flags=()
     non_repeating_flags=(--allow-private --watch --worker --all --notify-allow-private --json --quiet -q --no-config --version -h --help)
     repeating_options=(--resolve --connect-to --host)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --cdn-base --region --interval --lease --owner --batch-size --metrics --prune-after --keep-history --notify --notify-format --notify-cacert --config)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --threads --cdn-base --region --interval --lease --owner --batch-size --metrics --prune-after --keep-history --notify --notify-format --notify-cacert --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -521,6 +530,9 @@ _aasa-fetch_refresh() {
         return
         ;;
     '--concurrency')
+        return
+        ;;
+    '--threads')
         return
         ;;
     '--cdn-base')

@@ -75,7 +75,7 @@ public struct PostgresAssociationStore: AssociationStore {
         ("v2-retention", retentionMigration),
         // Appended: the queue of undelivered notifications (refresh --notify), and how many were
         // dropped because it was full.
-        ("v2-notify", [
+        ("v3-notify", [
             """
             CREATE TABLE notifications (
                 id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

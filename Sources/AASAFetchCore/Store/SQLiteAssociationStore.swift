@@ -227,7 +227,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         migrator.registerMigration("v2-retention", migrate: migrateRetention)
         // Appended: the queue of undelivered notifications (refresh --notify), and how many were
         // dropped because it was full.
-        migrator.registerMigration("v2-notify") { db in
+        migrator.registerMigration("v3-notify") { db in
             try db.execute(sql: """
                 CREATE TABLE notifications (
                     id INTEGER PRIMARY KEY,

@@ -34,8 +34,12 @@ A behaviour B is an object with "action":
   raw                  send the body bytes as they are, no HTTP framing (HTTP/0.9, garbage), close
   hold-until-file      hold the request until the file "releaseFile" exists (at most "wait"
                        seconds, default 30), then respond like "respond"
+Any behaviour may have "delay": seconds to wait after reading the request, before answering.
 Each request is logged to --log as one JSON object a line: path, host, userAgent, sni, headers,
-method and body (a request body as announced by Content-Length, at most 1 MiB, as UTF-8 text).
+method and body (a request body as announced by Content-Length, at most 1 MiB, as UTF-8 text),
+and inFlight: the requests read and not yet being answered when it arrived, itself included (a
+"delay" counts, a barrier's wait does not), so the largest inFlight is the most requests the
+client had waiting on the server at once.
 """
 
 import argparse
@@ -58,6 +62,7 @@ COUNTS = {}
 COUNTS_LOCK = threading.Lock()
 BARRIER = threading.Condition()
 BARRIER_OPEN = [0]
+IN_FLIGHT = [0]
 
 
 def resolve_sequence(key, behaviour):
@@ -265,11 +270,14 @@ def serve(raw, context, script, log_path):
         if request is None:
             conn.close()
             return
+        with COUNTS_LOCK:
+            IN_FLIGHT[0] += 1
+            in_flight = IN_FLIGHT[0]
         log(log_path, {"event": "request", "path": request["path"],
                        "host": request["headers"].get("host"),
                        "userAgent": request["headers"].get("user-agent"),
                        "sni": sni, "headers": request["headers"],
-                       "method": request["method"], "body": request["body"]})
+                       "method": request["method"], "body": request["body"], "inFlight": in_flight})
         path_only = request["path"].split("?", 1)[0]
         if request["path"] in paths:
             key = "path:" + request["path"]
@@ -280,6 +288,13 @@ def serve(raw, context, script, log_path):
         else:
             key = "default"
         behaviour = paths.get(request["path"]) or paths.get(path_only) or hosts.get(sni or "") or default
+        try:
+            if behaviour.get("delay"):
+                time.sleep(float(behaviour["delay"]))
+        finally:
+            # Before the answer starts: the client cannot have seen this one finish yet.
+            with COUNTS_LOCK:
+                IN_FLIGHT[0] -= 1
         perform(conn, resolve_sequence(key, behaviour))
     except (OSError, ssl.SSLError, ValueError):
         try:

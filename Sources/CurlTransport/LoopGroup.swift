@@ -1,0 +1,217 @@
+internal import CCurl
+import Synchronization
+
+/// The download slots of a ``CurlClient``: at most `limit` transfers run at once over all its loops.
+///
+/// A loop takes a slot before it hands a queued transfer to curl and gives it back when the
+/// transfer leaves curl. A loop that finds no slot free is put in line. A slot given back goes to
+/// the loop in line that holds the fewest (it is woken) when the loop giving it back has nothing
+/// queued, holds more than that loop, or that loop holds none; otherwise the loop giving it back
+/// keeps it for its own next transfer. So the slots settle evenly over busy loops without a
+/// wake-up per transfer, and no loop in line waits while another keeps more than its share.
+/// With one loop this is exactly a count of running transfers against the limit.
+final class SlotPool: Sendable {
+    private struct State {
+        var used = 0
+        /// Slots each loop holds: its running transfers and the slots handed to it, not yet taken.
+        var held: [Int]
+        /// Slots handed to a loop that has not taken them yet, per loop.
+        var granted: [Int]
+        /// Loops that found no slot.
+        var waiting: [Int] = []
+
+        /// Hands a slot that `giver` gave back to the loop in line that holds the fewest, when
+        /// `giver` should let it go; returns that loop.
+        mutating func handOver(from giver: Int, giverHasWork: Bool) -> Int? {
+            guard let position = waiting.indices.filter({ waiting[$0] != giver }).min(by: { held[waiting[$0]] < held[waiting[$1]] })
+            else { return nil }
+            let taker = waiting[position]
+            guard !giverHasWork || held[taker] < held[giver] || held[taker] == 0 else { return nil }
+            waiting.remove(at: position)
+            granted[taker] += 1
+            held[taker] += 1
+            return taker
+        }
+    }
+
+    private let limit: Int
+    private let state: Mutex<State>
+
+    /// - Parameters:
+    ///   - limit: Most transfers running at once (0 or less: no limit).
+    ///   - loops: The number of loops.
+    init(limit: Int, loops: Int) {
+        self.limit = limit > 0 ? limit : Int.max
+        state = Mutex(State(held: Array(repeating: 0, count: loops), granted: Array(repeating: 0, count: loops)))
+    }
+
+    /// Takes a slot for `loop`, or puts the loop in line and returns `false`.
+    func acquire(loop: Int) -> Bool {
+        state.withLock { state in
+            if state.granted[loop] > 0 || state.used < limit {
+                if !state.waiting.isEmpty {
+                    state.waiting.removeAll { $0 == loop }
+                }
+                if state.granted[loop] > 0 {
+                    state.granted[loop] -= 1
+                } else {
+                    state.used += 1
+                    state.held[loop] += 1
+                }
+                return true
+            }
+            if !state.waiting.contains(loop) {
+                state.waiting.append(loop)
+            }
+            return false
+        }
+    }
+
+    /// `loop` gives back a slot; `hasQueued` tells whether it has transfers waiting to start.
+    /// Returns the loop that now holds the slot and must be woken, if another one does.
+    func release(loop: Int, hasQueued: Bool) -> Int? {
+        state.withLock { state in
+            state.held[loop] -= 1
+            if let taker = state.handOver(from: loop, giverHasWork: hasQueued) {
+                return taker
+            }
+            if hasQueued {
+                // Kept for this loop's next transfer: no other loop can take it meanwhile.
+                state.granted[loop] += 1
+                state.held[loop] += 1
+            } else {
+                state.used -= 1
+            }
+            return nil
+        }
+    }
+
+    /// `loop` has nothing left to start: takes it out of line and gives back the slots it was
+    /// handed but did not use. Returns the loops those slots went to (to wake).
+    func idle(loop: Int) -> [Int] {
+        state.withLock { state in
+            state.waiting.removeAll { $0 == loop }
+            var woken: [Int] = []
+            while state.granted[loop] > 0 {
+                state.granted[loop] -= 1
+                state.held[loop] -= 1
+                if let taker = state.handOver(from: loop, giverHasWork: false) {
+                    woken.append(taker)
+                } else {
+                    state.used -= 1
+                }
+            }
+            return woken
+        }
+    }
+
+    /// Slots in use now (taken or handed over), for tests.
+    var inUse: Int {
+        state.withLock { $0.used }
+    }
+}
+
+/// The thread-safe share handle of a client's loops: one DNS cache and one TLS session cache for
+/// every loop, locked by the C callbacks of `ccurl_locked_share_create`.
+///
+/// `@unchecked Sendable` because it wraps a C pointer: libcurl serialises every use of the share
+/// through those callbacks, and the handle is freed only after the last loop has freed its easy
+/// handles (``LoopGroup/loopExited()``).
+final class SharedCaches: @unchecked Sendable {
+    private let locked: UnsafeMutablePointer<ccurl_locked_share>?
+
+    init() {
+        locked = CurlGlobal.isInitialized ? ccurl_locked_share_create(1) : nil
+    }
+
+    /// The `CURLSH` handle for `CURLOPT_SHARE`, `nil` when it could not be made (transfers still work).
+    var handle: UnsafeMutableRawPointer? {
+        locked.flatMap { ccurl_locked_share_handle($0) }
+    }
+
+    /// Frees the share handle. Call once, after every easy handle that used it is gone.
+    func destroy() {
+        ccurl_locked_share_destroy(locked)
+    }
+}
+
+/// What the loops of one ``CurlClient`` share: their mailboxes (so that one loop can wake
+/// another), the download slots and the caches.
+final class LoopGroup: Sendable {
+    let mailboxes: [Mailbox]
+    let slots: SlotPool
+    let caches: SharedCaches
+    private let running: Atomic<Int>
+
+    init(loops: Int, maxConnections: Int) {
+        mailboxes = (0..<loops).map { _ in Mailbox() }
+        slots = SlotPool(limit: maxConnections, loops: loops)
+        caches = SharedCaches()
+        running = Atomic(loops)
+    }
+
+    /// Called by each loop once it has freed its multi handle; the last one frees the share handle.
+    func loopExited() {
+        if running.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            caches.destroy()
+        }
+    }
+
+    /// The loop for a new transfer: the one for its affinity key when it has one, else the one
+    /// with the fewest transfers waiting or running.
+    func loop(forAffinity key: String?) -> Int {
+        let count = mailboxes.count
+        guard count > 1 else { return 0 }
+        if let key {
+            return Self.loopIndex(forKey: key, loops: count)
+        }
+        var best = 0
+        var bestLoad = Int.max
+        for (index, mailbox) in mailboxes.enumerated() {
+            let load = mailbox.load
+            if load < bestLoad {
+                best = index
+                bestLoad = load
+                if load == 0 { break }
+            }
+        }
+        return best
+    }
+
+    /// The loop of an affinity key: FNV-1a of its bytes modulo the number of loops, so the same
+    /// key always reaches the same loop (and its connection cache) for the client's lifetime.
+    static func loopIndex(forKey key: String, loops: Int) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return Int(hash % UInt64(max(1, loops)))
+    }
+}
+
+extension TransferRequest {
+    /// The key that keeps this request on one loop: ``affinity`` when set; otherwise, for an
+    /// HTTP/2 request or a client with a per-host connection limit, the URL's host (so the
+    /// requests to one host share one connection cache, and the limit counts all of them).
+    func affinityKey(perHostLimit: Bool) -> String? {
+        if let affinity { return affinity }
+        guard perHostLimit || httpVersion == .http2 else { return nil }
+        return Self.authority(of: url)
+    }
+
+    /// The `host[:port]` part of an absolute URL (lower-cased), or the URL itself when it has none.
+    static func authority(of url: String) -> String {
+        var rest = Substring(url)
+        if let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://") {
+            rest = rest[rest.index(colon, offsetBy: 3)...]
+        }
+        if let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) {
+            rest = rest[..<end]
+        }
+        if let at = rest.lastIndex(of: "@") {
+            rest = rest[rest.index(after: at)...]
+        }
+        return rest.lowercased()
+    }
+}
