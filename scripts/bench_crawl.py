@@ -38,6 +38,23 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
 
 
+def make_site(work, body=BODY, run_command=None):
+    """A test CA, a wildcard certificate for *.bench.test and a root folder serving `body` as the
+    association file, in the folder `work` (shared with scripts/bench_memory.py)."""
+    run_command = run_command or run
+    run_command(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                 "-subj", "/CN=bench CA", "-keyout", f"{work}/ca.key", "-out", f"{work}/ca.pem"])
+    run_command(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=bench.test",
+                 "-keyout", f"{work}/site.key", "-out", f"{work}/site.csr"])
+    with open(f"{work}/ext.cnf", "w") as f:
+        f.write("subjectAltName=DNS:*.bench.test,DNS:bench.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    run_command(["openssl", "x509", "-req", "-in", f"{work}/site.csr", "-CA", f"{work}/ca.pem", "-CAkey", f"{work}/ca.key",
+                 "-CAcreateserial", "-days", "2", "-extfile", f"{work}/ext.cnf", "-out", f"{work}/site.pem"])
+    os.makedirs(f"{work}/root/.well-known")
+    with open(f"{work}/root/.well-known/apple-app-site-association", "w") as f:
+        f.write(body)
+
+
 def nginx_cpu_seconds():
     """CPU seconds used so far by every nginx process (master and workers), from /proc."""
     total = 0
@@ -165,18 +182,7 @@ def main():
     work = tempfile.mkdtemp(prefix="aasa-bench-")
     nginx_proc = None
     try:
-        # Test CA and a wildcard certificate for *.bench.test.
-        run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-             "-subj", "/CN=bench CA", "-keyout", f"{work}/ca.key", "-out", f"{work}/ca.pem"])
-        run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=bench.test",
-             "-keyout", f"{work}/site.key", "-out", f"{work}/site.csr"])
-        with open(f"{work}/ext.cnf", "w") as f:
-            f.write("subjectAltName=DNS:*.bench.test,DNS:bench.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
-        run(["openssl", "x509", "-req", "-in", f"{work}/site.csr", "-CA", f"{work}/ca.pem", "-CAkey", f"{work}/ca.key",
-             "-CAcreateserial", "-days", "2", "-extfile", f"{work}/ext.cnf", "-out", f"{work}/site.pem"])
-        os.makedirs(f"{work}/root/.well-known")
-        with open(f"{work}/root/.well-known/apple-app-site-association", "w") as f:
-            f.write(BODY)
+        make_site(work)
         port = free_port()
         os.makedirs(f"{work}/logs")
         user = "user root;" if os.getuid() == 0 else ""

@@ -22,6 +22,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_crawl import make_site  # noqa: E402
+
 APP = "ABCDE12345.com.example.app"
 BODY = '{"applinks":{"details":[{"appIDs":["%s"],"components":[{"/":"/buy/*"}]}]}}' % APP
 
@@ -49,17 +52,7 @@ def main():
     work = tempfile.mkdtemp(prefix="aasa-bench-memory-")
     server = None
     try:
-        quiet(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-               "-subj", "/CN=bench CA", "-keyout", f"{work}/ca.key", "-out", f"{work}/ca.pem"])
-        quiet(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=bench.test",
-               "-keyout", f"{work}/site.key", "-out", f"{work}/site.csr"])
-        with open(f"{work}/ext.cnf", "w") as f:
-            f.write("subjectAltName=DNS:*.bench.test,DNS:bench.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
-        quiet(["openssl", "x509", "-req", "-in", f"{work}/site.csr", "-CA", f"{work}/ca.pem", "-CAkey", f"{work}/ca.key",
-               "-CAcreateserial", "-days", "2", "-extfile", f"{work}/ext.cnf", "-out", f"{work}/site.pem"])
-        os.makedirs(f"{work}/root/.well-known")
-        with open(f"{work}/root/.well-known/apple-app-site-association", "w") as f:
-            f.write(BODY)
+        make_site(work, BODY, quiet)
         os.makedirs(f"{work}/logs")
         port = free_port()
         user = "user root;" if os.getuid() == 0 else ""
