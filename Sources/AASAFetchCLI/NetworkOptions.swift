@@ -1,4 +1,5 @@
 import AASAFetchCore
+import CurlTransport
 import Foundation
 import ArgumentParser
 
@@ -97,7 +98,10 @@ struct NetworkOptions: ParsableArguments {
         options.allowPrivateAddresses = allowPrivate
         options.retryDelays = parsedRetryDelays ?? [1, 3]
         // No more downloads at once than the open-file limit allows (said once on stderr).
-        options.concurrency = ProcessLimits.concurrency(concurrency, console: .standard)
+        // Loops: the download threads, plus the one-loop clients a run may add (`refresh`'s CDN
+        // client and its webhook client).
+        let loops = min(Self.maxThreads, threads ?? CurlClient.defaultThreads) + 2
+        options.concurrency = ProcessLimits.concurrency(concurrency, loops: loops, console: .standard)
         options.threads = threads
         return options
     }

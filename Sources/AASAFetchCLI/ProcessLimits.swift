@@ -8,8 +8,11 @@ enum ProcessLimits {
     /// families race (happy eyeballs), and the resolver's socket while the name resolves.
     static let descriptorsPerDownload = 3
     /// Descriptors kept for everything else: the store (database, WAL, shared memory), the run
-    /// spool, libcurl's wake-up pipe, CA files read during handshakes, the standard streams.
+    /// spool, CA files read during handshakes, the standard streams.
     static let reservedDescriptors = 32
+    /// Descriptors each curl loop holds for as long as it runs: the two ends of its multi handle's
+    /// wake-up socket pair (`curl_multi_wakeup`).
+    static let descriptorsPerLoop = 2
 
     /// Raises the soft limit of open files (`RLIMIT_NOFILE`) to the hard one (at most 1,048,576,
     /// Linux's usual `nr_open`), so `--concurrency` is not cut by a low default soft limit.
@@ -35,17 +38,19 @@ enum ProcessLimits {
         return max(0, names.count - 1)  // the listing's own descriptor
     }
 
-    /// The most downloads that fit in `limit` descriptors with `open` already in use.
-    static func fittingConcurrency(limit: Int, open: Int) -> Int {
-        max(1, (limit - open - reservedDescriptors) / descriptorsPerDownload)
+    /// The most downloads that fit in `limit` descriptors with `open` already in use and `loops`
+    /// curl loops running.
+    static func fittingConcurrency(limit: Int, open: Int, loops: Int) -> Int {
+        max(1, (limit - open - reservedDescriptors - descriptorsPerLoop * max(1, loops)) / descriptorsPerDownload)
     }
 
     private static let noted = Mutex(false)
 
-    /// `requested` lowered to what the open-file limit allows; says so once on standard error.
-    static func concurrency(_ requested: Int, console: Console) -> Int {
+    /// `requested` lowered to what the open-file limit allows with `loops` curl loops; says so once
+    /// on standard error.
+    static func concurrency(_ requested: Int, loops: Int, console: Console) -> Int {
         guard let limit = descriptorLimit else { return requested }
-        let fitting = fittingConcurrency(limit: limit, open: openDescriptors ?? 16)
+        let fitting = fittingConcurrency(limit: limit, open: openDescriptors ?? 16, loops: loops)
         guard fitting < requested else { return requested }
         let first = noted.withLock { noted in
             defer { noted = true }

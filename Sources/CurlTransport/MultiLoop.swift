@@ -32,6 +32,16 @@ final class MultiLoop {
         self.share = group.caches.handle
     }
 
+    /// The most idle connections one loop keeps: its share of `maxConnections` (`0`: no limit),
+    /// at most ``maxIdleConnections``.
+    static func idleConnectionsKept(maxConnections: Int, loops: Int) -> Int {
+        let share = maxConnections > 0 ? (maxConnections + max(1, loops) - 1) / max(1, loops) : maxIdleConnections
+        return max(1, min(maxIdleConnections, share))
+    }
+
+    /// The cap of ``idleConnectionsKept(maxConnections:loops:)``.
+    static let maxIdleConnections = 32
+
     /// Runs loop `index` of `group` on the calling thread until the client shuts down.
     static func run(index: Int, group: LoopGroup, maxConnections: Int, maxConnectionsPerHost: Int) {
         let mailbox = group.mailboxes[index]
@@ -46,14 +56,11 @@ final class MultiLoop {
             return
         }
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max(0, maxConnections))
-        let loops = group.mailboxes.count
-        if loops > 1, maxConnections > 0 {
-            // Idle connections each loop keeps for reuse: its share of the limit. One loop closes
-            // idle connections as it needs room under the limit; several loops, each allowed the
-            // whole limit (a loop may hold most slots, the CDN's loop all of them), would
-            // otherwise keep up to the limit idle each, with their TLS state.
-            _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(1, (maxConnections + loops - 1) / loops))
-        }
+        // Idle connections the loop keeps for reuse. Without a cap libcurl keeps up to four per
+        // transfer ever added, each with its TLS state: at high concurrency that is most of the
+        // memory, while the reuse that matters (a host's second request after a 404, a retry, the
+        // CDN's one HTTP/2 connection) follows its first request at once.
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, Self.idleConnectionsKept(maxConnections: maxConnections, loops: group.mailboxes.count))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, maxConnectionsPerHost))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex)
 

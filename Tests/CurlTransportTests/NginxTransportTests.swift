@@ -252,6 +252,33 @@ struct NginxTransportTests {
         #expect(Set(logged.map(\.connection)).count == 1, "connections: \(Set(logged.map(\.connection)))")
     }
 
+    /// A loop keeps at most 32 idle connections (`CURLMOPT_MAXCONNECTS`), not the four per
+    /// transfer that libcurl keeps by default: after 100 hosts, asking the same 100 hosts again
+    /// reuses at most 32 connections (and some: the kept ones work).
+    @Test func aLoopKeepsAtMost32IdleConnections() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = makeClient(maxConnections: 200, threads: 1)
+        let hosts = (0..<100).map { "h\($0).aasa.test" }
+        for round in 0..<2 {
+            let statuses = await withTaskGroup(of: Int.self) { group in
+                for host in hosts {
+                    let request = fixture.request(host)
+                    group.addTask { (try? await client.perform(request).status) ?? -1 }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 200, count: 100), "round \(round)")
+        }
+        await client.shutdown()
+        _ = await waitUntil(timeout: .seconds(5)) { fixture.server.requests().count >= 200 }
+        let logged = fixture.server.requests()
+        #expect(logged.count == 200)
+        let first = Set(logged.prefix(100).map(\.connection))
+        let reused = Set(logged.dropFirst(100).map(\.connection)).intersection(first).count
+        #expect(reused > 0 && reused <= 32, "connections reused by the second round: \(reused)")
+    }
+
     /// The CDN route's pattern: one request, then many at once; with one connection allowed per
     /// host, every later request is multiplexed on the first HTTP/2 connection.
     @Test func http2ConnectionIsReusedAfterTheFirstRequest() async throws {
