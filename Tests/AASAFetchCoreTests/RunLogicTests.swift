@@ -2,6 +2,7 @@ import AASAFetchCore
 import AASAFetchTestSupport
 import CurlTransport
 import Foundation
+import Synchronization
 import Testing
 
 /// The run logic without the network: a ``ScriptedTransport`` answers every request, so each
@@ -221,6 +222,108 @@ struct RunLogicTests {
         #expect(results.map(\.httpStatus) == [304, 304])
         #expect(results.map(\.code) == ["ok", "ok"])
         #expect(transport.requests.count == 2)
+    }
+
+    // MARK: - The fetch window
+
+    /// A run of hosts with every kind of first answer: those it decides alone (200, a redirect, an
+    /// expired certificate, a 304 to a conditional request, invalid JSON, a CDN answer) and those
+    /// that need more requests (a 404 and the legacy path, retries, the user-agent check after a
+    /// 403, the `--cacert` fallback, a retried CDN answer).
+    static func windowTransport(_ base: String) -> ScriptedTransport {
+        let transport = ScriptedTransport()
+        func url(_ host: String) -> String { "https://\(host)/.well-known/apple-app-site-association" }
+        transport.on(url("ok.test"), .json(Self.good))
+        transport.on(url("legacy.test"), .status(404))
+        transport.on("https://legacy.test/apple-app-site-association", .json(Self.good))
+        transport.on(url("flaky.test"), .status(503), .fail(.timeout), .json(Self.good))
+        transport.on(url("forbidden.test"), when: { $0.userAgent == FetchOptions().userAgent }, .status(403))
+        transport.on(url("forbidden.test"), .json(Self.good))
+        transport.on(url("untrusted.test"), when: { $0.caFile != nil }, .fail(.tlsUntrusted))
+        transport.on(url("untrusted.test"), .json(Self.good))
+        transport.on(url("moved.test"), .status(301, headers: [("Location", "https://elsewhere.test/")]))
+        transport.on(url("expired.test"), .fail(.tlsExpired))
+        transport.on(url("stored.test"), when: { $0.header("If-None-Match") == "\"v1\"" }, .status(304))
+        transport.on(url("html.test"), .status(200, headers: [("Content-Type", "text/html")], body: "<html></html>"))
+        transport.on(base + "cdn-ok.test", .json(Self.good))
+        transport.on(base + "cdn-missing.test", .status(404, headers: [("Apple-Failure-Reason", "SWCERR00101 Bad HTTP Response: 404")]))
+        transport.on(base + "cdn-busy.test", .status(502), .json(Self.good))
+        return transport
+    }
+
+    static let windowFetches: [PlannedFetch] =
+        ["ok.test", "legacy.test", "flaky.test", "forbidden.test", "untrusted.test", "moved.test", "expired.test", "stored.test", "html.test"]
+            .map { PlannedFetch(host: $0, route: .origin, tier: 0, entryIndexes: []) }
+        + ["cdn-ok.test", "cdn-missing.test", "cdn-busy.test"].map { PlannedFetch(host: $0, route: .cdn, tier: 0, entryIndexes: []) }
+
+    /// A result without its timings, to compare two fetches of the same host.
+    static func comparable(_ result: HostFetchResult) -> String {
+        let attempts = result.attempts.map { "\($0.url) \($0.httpStatus.map(String.init) ?? "-") \($0.code)" }
+        return "\(result.host) \(result.route) \(result.startOrder) \(result.url) \(result.code) \(result.httpStatus.map(String.init) ?? "-") "
+            + "\(result.reason) ca:\(result.reliesOnExtraCA) findings:\(result.findings.map(\.code)) attempts:\(attempts) "
+            + "body:\(result.body?.count ?? -1) headers:\(result.headers.count) redirect:\(result.redirectLocation ?? "-")"
+    }
+
+    /// The window starts a host's first request without a task and goes on in a task only when
+    /// more requests are due; every host's result is exactly what fetching it alone gives, with
+    /// and without `--cacert`, and no request is made twice.
+    @Test(arguments: [false, true])
+    func theWindowGivesEachHostWhatFetchingItAloneGives(extraCA: Bool) async {
+        var options = Self.options
+        if extraCA { options.extraCAFile = "/tmp/test-ca.pem" }  // untrusted.test: the system store after the extra CA
+        let stored = ConditionalRequest(validators: CacheValidators(etag: "\"v1\""), body: Array(Self.good.utf8), headers: [])
+        let conditions = [HostKey(host: "stored.test", route: .origin): stored]
+
+        let windowed = Self.windowTransport(Self.cdnBase)
+        let window = RouteFetcher(origin: AASAFetcher(transport: windowed, options: options),
+                                  cdn: CDNFetcher(transport: windowed, options: options, base: Self.cdnBase))
+        let results = await window.fetchAll(Self.windowFetches, conditions: conditions)
+
+        let alone = Self.windowTransport(Self.cdnBase)
+        let single = RouteFetcher(origin: AASAFetcher(transport: alone, options: options),
+                                  cdn: CDNFetcher(transport: alone, options: options, base: Self.cdnBase))
+        var expected: [HostFetchResult] = []
+        for (position, planned) in Self.windowFetches.enumerated() {
+            expected.append(await single.fetch(planned, startOrder: position, conditional: conditions[HostKey(host: planned.host, route: planned.route)]))
+        }
+        #expect(results.map(Self.comparable) == expected.map(Self.comparable))
+        #expect(results.map(\.code) == ["ok", "ok", "ok", "http-client-error", "ok", "http-redirect",
+                                        "tls-expired", "ok", "invalid-json", "ok", "cdn-origin-failure", "ok"])
+        #expect(windowed.requests.map(\.url).sorted() == alone.requests.map(\.url).sorted(), "the same requests, none twice")
+    }
+
+    /// A transport whose transfers never finish until cancelled (the default ``HTTPTransferring/start(_:completion:)``
+    /// runs each in a task, which ``HTTPTransferring/cancel(_:)`` cancels).
+    final class HangingTransport: HTTPTransferring {
+        let started = Mutex(0)
+
+        func perform(_ request: TransferRequest) async throws(TransferFailure) -> TransferResponse {
+            started.withLock { $0 += 1 }
+            try? await Task.sleep(for: .seconds(3600))
+            throw TransferFailure(kind: .cancelled, message: "cancelled")
+        }
+    }
+
+    /// Cancelling a run stops admissions, cancels every transfer under way and still hands each
+    /// started host over (as `cancelled`) before the window returns.
+    @Test func aCancelledWindowHandsOverEveryHostItStarted() async throws {
+        let transport = HangingTransport()
+        var options = Self.options
+        options.concurrency = 4
+        let fetcher = RouteFetcher(origin: AASAFetcher(transport: transport, options: options),
+                                   cdn: CDNFetcher(transport: transport, options: options, base: Self.cdnBase))
+        let fetches = (0..<100).map { PlannedFetch(host: "h\($0).test", route: .origin, tier: 0, entryIndexes: []) }
+        let run = Task { await fetcher.fetchAll(fetches) }
+        for _ in 0..<1000 where transport.started.withLock({ $0 }) < 8 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        run.cancel()
+        let results = await run.value
+        let started = transport.started.withLock { $0 }
+        #expect(started == AASAFetcher.admissionLimit(concurrency: 4), "the window admits \(started), nothing after the cancel")
+        #expect(results.count == 100)
+        #expect(results.allSatisfy { $0.code == "cancelled" })
+        #expect(results.prefix(started).allSatisfy { $0.attempts.map(\.code) == ["cancelled"] }, "the started hosts were handed over")
     }
 
     // MARK: - Which step the diagnosis blames

@@ -16,7 +16,7 @@ public struct CDNFetcher: Sendable {
 
     /// The base URL; the host is appended.
     public let base: String
-    private let fetcher: AASAFetcher
+    let fetcher: AASAFetcher
 
     /// Creates a CDN fetcher over a transport; `options` are the run's, forced to HTTP/2.
     public init(transport: any HTTPTransferring, options: FetchOptions, base: String = CDNFetcher.defaultBase) {
@@ -41,9 +41,32 @@ public struct CDNFetcher: Sendable {
     /// With `conditional` (a refresh of a stored CDN copy), the request carries its validators and
     /// a 304 is judged on the stored copy (`ok`, HTTP status 304).
     public func fetch(host: String, startOrder: Int = 0, conditional: ConditionalRequest? = nil) async -> HostFetchResult {
+        await fetch(host: host, startOrder: startOrder, conditional: conditional, answered: nil)
+    }
+
+    /// ``fetch(host:startOrder:conditional:)`` where the first request (``firstRequest(host:conditional:)``)
+    /// was already answered with `answered`.
+    func fetch(host: String, startOrder: Int, conditional: ConditionalRequest?, answered: AASAFetcher.Answer?) async -> HostFetchResult {
         let url = url(for: host)
         var attempts: [FetchAttempt] = []
-        let outcome = await fetcher.fetchWithRetries(url: url, attempts: &attempts, conditional: conditional)
+        let outcome = await fetcher.fetchWithRetries(url: url, attempts: &attempts, conditional: conditional, answered: answered)
+        var result = judge(outcome, host: host, url: url)
+        result.attempts = attempts
+        result.startOrder = startOrder
+        return result
+    }
+
+    /// The first request of a host's fetch from the CDN.
+    func firstRequest(host: String, conditional: ConditionalRequest?) -> TransferRequest {
+        fetcher.transferRequest(url: url(for: host), caFile: fetcher.options.extraCAFile, headers: conditional?.requestHeaders ?? [])
+    }
+
+    /// The host's result when the answer to ``firstRequest(host:conditional:)`` decides it alone
+    /// (no retry or `--cacert` fallback is due), as ``fetch(host:startOrder:conditional:)`` would give it.
+    func settle(host: String, startOrder: Int, conditional: ConditionalRequest?, answered: AASAFetcher.Answer) -> HostFetchResult? {
+        let url = url(for: host)
+        var attempts: [FetchAttempt] = []
+        guard let outcome = fetcher.settledOutcome(url: url, attempts: &attempts, conditional: conditional, answered: answered) else { return nil }
         var result = judge(outcome, host: host, url: url)
         result.attempts = attempts
         result.startOrder = startOrder

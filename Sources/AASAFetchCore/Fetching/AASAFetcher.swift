@@ -55,9 +55,15 @@ public struct AASAFetcher: Sendable {
     /// (``UserAgentCheck``): when that one gets the file, the result keeps its code
     /// (`http-client-error`, what Apple's crawler sees) and gains the `user-agent-blocked` warning.
     public func fetch(host: String, startOrder: Int = 0, conditional: ConditionalRequest? = nil) async -> HostFetchResult {
+        await fetch(host: host, startOrder: startOrder, conditional: conditional, answered: nil)
+    }
+
+    /// ``fetch(host:startOrder:conditional:)`` where the first request (``firstRequest(host:conditional:)``)
+    /// was already answered with `answered`.
+    func fetch(host: String, startOrder: Int, conditional: ConditionalRequest?, answered: Answer?) async -> HostFetchResult {
         var attempts: [FetchAttempt] = []
-        let wellKnownURL = "https://\(host)\(Self.wellKnownPath)"
-        let primary = await fetchWithRetries(url: wellKnownURL, attempts: &attempts, conditional: conditional)
+        let wellKnownURL = Self.wellKnownURL(host)
+        let primary = await fetchWithRetries(url: wellKnownURL, attempts: &attempts, conditional: conditional, answered: answered)
         var result = evaluate(primary, host: host, url: wellKnownURL)
         if case .response(let response, _) = primary, response.status == 403, !Task.isCancelled,
            let finding = await UserAgentCheck.afterForbidden(url: wellKnownURL, agent: options.userAgent, options: options, transport: transport) {
@@ -90,6 +96,46 @@ public struct AASAFetcher: Sendable {
         return result
     }
 
+    /// The URL of a host's file at `.well-known`.
+    static func wellKnownURL(_ host: String) -> String { "https://\(host)\(wellKnownPath)" }
+
+    // MARK: - The first request alone (the fetch stage's path without a task)
+
+    /// What one request gave and how long it took, in milliseconds.
+    typealias Answer = (result: Result<TransferResponse, TransferFailure>, milliseconds: Int)
+
+    /// The first request of a host's fetch: `.well-known`, with the `--cacert` CA first and
+    /// `conditional`'s validators.
+    func firstRequest(host: String, conditional: ConditionalRequest?) -> TransferRequest {
+        transferRequest(url: Self.wellKnownURL(host), caFile: options.extraCAFile, headers: conditional?.requestHeaders ?? [])
+    }
+
+    /// The host's result when the answer to ``firstRequest(host:conditional:)`` decides it alone,
+    /// exactly as ``fetch(host:startOrder:conditional:)`` would give it; `nil` when another request
+    /// is due (the `--cacert` fallback, a retry, the legacy path after a 404, the user-agent
+    /// check after a 403): then ``fetch(host:startOrder:conditional:answered:)`` goes on from it.
+    func settle(host: String, startOrder: Int, conditional: ConditionalRequest?, answered: Answer) -> HostFetchResult? {
+        let url = Self.wellKnownURL(host)
+        var attempts: [FetchAttempt] = []
+        guard let primary = settledOutcome(url: url, attempts: &attempts, conditional: conditional, answered: answered) else { return nil }
+        if case .response(let response, _) = primary, response.status == 403 || response.status == 404 { return nil }
+        var result = evaluate(primary, host: host, url: url)
+        result.attempts = attempts
+        result.startOrder = startOrder
+        return result
+    }
+
+    /// The outcome of a URL whose first request was answered with `answered`, when no other
+    /// request is due for it (see ``fetchWithRetries(url:attempts:conditional:answered:)``).
+    func settledOutcome(url: String, attempts: inout [FetchAttempt], conditional: ConditionalRequest?, answered: Answer) -> Outcome? {
+        let relies = options.extraCAFile != nil
+        if relies, case .failure(let failure) = answered.result, failure.kind == .tlsUntrusted { return nil }
+        let outcome = answered.result.map(reliesOnExtraCA: relies)
+        if !options.retryDelays.isEmpty, isTransient(outcome) { return nil }
+        attempts.append(Self.attempt(url: url, answered))
+        return notModified(outcome, conditional: conditional)
+    }
+
     // MARK: - One URL, with retries and the trust-store fallback
 
     enum Outcome {
@@ -99,20 +145,25 @@ public struct AASAFetcher: Sendable {
         case notModified(TransferResponse, reliesOnExtraCA: Bool)
     }
 
-    func fetchWithRetries(url: String, attempts: inout [FetchAttempt], conditional: ConditionalRequest? = nil) async -> Outcome {
-        var outcome = await fetchOnce(url: url, attempts: &attempts, headers: conditional?.requestHeaders ?? [])
+    func fetchWithRetries(url: String, attempts: inout [FetchAttempt], conditional: ConditionalRequest? = nil, answered: Answer? = nil) async -> Outcome {
+        var outcome = await fetchOnce(url: url, attempts: &attempts, headers: conditional?.requestHeaders ?? [], answered: answered)
         for delay in options.retryDelays {
             guard isTransient(outcome), !Task.isCancelled else { break }
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
             outcome = await fetchOnce(url: url, attempts: &attempts, headers: conditional?.requestHeaders ?? [])
         }
+        return notModified(outcome, conditional: conditional)
+    }
+
+    /// A 304 to a conditional request: the stored file stands.
+    private func notModified(_ outcome: Outcome, conditional: ConditionalRequest?) -> Outcome {
         if let conditional, case .response(let response, let reliesOnExtraCA) = outcome, response.status == 304 {
             return .notModified(conditional.response(for: response), reliesOnExtraCA: reliesOnExtraCA)
         }
         return outcome
     }
 
-    private func isTransient(_ outcome: Outcome) -> Bool {
+    func isTransient(_ outcome: Outcome) -> Bool {
         switch outcome {
         case .response(let response, _):
             return response.status >= 500 || response.status == 429
@@ -128,8 +179,8 @@ public struct AASAFetcher: Sendable {
 
     /// One request. With `--cacert`, the extra CA is tried first (as `curl --cacert` does); when
     /// the chain is untrusted there, the system store is tried, so the result says which one it needed.
-    private func fetchOnce(url: String, attempts: inout [FetchAttempt], headers: [String] = []) async -> Outcome {
-        let first = await request(url: url, caFile: options.extraCAFile, attempts: &attempts, headers: headers)
+    private func fetchOnce(url: String, attempts: inout [FetchAttempt], headers: [String] = [], answered: Answer? = nil) async -> Outcome {
+        let first = await request(url: url, caFile: options.extraCAFile, attempts: &attempts, headers: headers, answered: answered)
         guard options.extraCAFile != nil else { return first.map(reliesOnExtraCA: false) }
         if case .failure(let failure) = first, failure.kind == .tlsUntrusted {
             return await request(url: url, caFile: nil, attempts: &attempts, headers: headers).map(reliesOnExtraCA: false)
@@ -137,8 +188,9 @@ public struct AASAFetcher: Sendable {
         return first.map(reliesOnExtraCA: true)
     }
 
-    private func request(url: String, caFile: String?, attempts: inout [FetchAttempt], headers: [String] = []) async -> Result<TransferResponse, TransferFailure> {
-        let request = TransferRequest(
+    /// The request of one URL with this fetcher's options.
+    func transferRequest(url: String, caFile: String?, headers: [String]) -> TransferRequest {
+        TransferRequest(
             url: url,
             headers: headers,
             userAgent: options.userAgent,
@@ -153,25 +205,43 @@ public struct AASAFetcher: Sendable {
             verifyPeer: options.verifyPeer,
             collectCertificates: options.collectCertificates
         )
-        let started = ContinuousClock.now
-        let result: Result<TransferResponse, TransferFailure>
-        do {
-            result = .success(try await transport.perform(request))
-        } catch {
-            result = .failure(error)
+    }
+
+    /// Performs one request (or takes `answered`, the answer it already got) and notes the attempt.
+    private func request(url: String, caFile: String?, attempts: inout [FetchAttempt], headers: [String] = [], answered: Answer? = nil) async -> Result<TransferResponse, TransferFailure> {
+        let answer: Answer
+        if let answered {
+            answer = answered
+        } else {
+            let started = ContinuousClock.now
+            let result: Result<TransferResponse, TransferFailure>
+            do {
+                result = .success(try await transport.perform(transferRequest(url: url, caFile: caFile, headers: headers)))
+            } catch {
+                result = .failure(error)
+            }
+            answer = (result, Self.milliseconds(ContinuousClock.now - started))
         }
-        let elapsed = ContinuousClock.now - started
-        let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-        switch result {
+        attempts.append(Self.attempt(url: url, answer))
+        return answer.result
+    }
+
+    /// Whole milliseconds of a duration.
+    static func milliseconds(_ elapsed: Duration) -> Int {
+        Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// The attempt an answer makes.
+    private static func attempt(url: String, _ answer: Answer) -> FetchAttempt {
+        switch answer.result {
         case .success(let response):
-            attempts.append(FetchAttempt(url: url, httpStatus: response.status, code: "ok",
-                                         remoteAddress: response.remoteAddress.isEmpty ? nil : response.remoteAddress,
-                                         milliseconds: milliseconds))
+            FetchAttempt(url: url, httpStatus: response.status, code: "ok",
+                         remoteAddress: response.remoteAddress.isEmpty ? nil : response.remoteAddress,
+                         milliseconds: answer.milliseconds)
         case .failure(let failure):
-            attempts.append(FetchAttempt(url: url, httpStatus: nil, code: failure.kind.rawValue, remoteAddress: nil,
-                                         milliseconds: milliseconds))
+            FetchAttempt(url: url, httpStatus: nil, code: failure.kind.rawValue, remoteAddress: nil,
+                         milliseconds: answer.milliseconds)
         }
-        return result
     }
 
     // MARK: - Verdict on one outcome

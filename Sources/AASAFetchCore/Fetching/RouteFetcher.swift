@@ -1,3 +1,6 @@
+import CurlTransport
+import Synchronization
+
 /// Fetches each planned host over its own route, in one window: `.origin` fetches through
 /// ``AASAFetcher`` (`.well-known`, legacy path, retries, `--cacert` fallback), `.cdn` fetches
 /// through ``CDNFetcher`` (`{base}{host}` over HTTP/2). Every fetch run (each route, a plan in memory or a spool) and
@@ -42,14 +45,98 @@ public struct RouteFetcher: Sendable {
     /// a run spool's cursor and a refresh's claimed batch all feed it, so a route is fetched the
     /// same way everywhere. Keeps nothing once `handle` returns.
     public func fetchEach(next: () -> RunFetch?, handle: (FetchedHost) async -> Void) async {
+        let limit = max(1, AASAFetcher.admissionLimit(concurrency: origin.options.concurrency))
+        // Not an AsyncStream: its iteration ends when the task is cancelled, and a cancelled
+        // window still hands over every host it started.
+        let sink = EventQueue<WindowEvent>()
+        let inFlight = InFlight(transport: origin.transport)
         var position = 0
-        await SlidingWindow.run(next: { () -> (unit: RunFetch, position: Int)? in
-            guard let unit = next() else { return nil }
-            defer { position += 1 }
-            return (unit, position)
-        }, limit: AASAFetcher.admissionLimit(concurrency: origin.options.concurrency), work: { item in
-            await self.fetch(item.unit, startOrder: item.position)
-        }, handle: handle)
+        var admitted = 0
+        var exhausted = false
+
+        // Starts the next host, if any: its first request goes to the transport as a plain value
+        // (no task); a `--route both` host, whose two fetches run at once, gets a task.
+        func admit() {
+            // A cancelled window starts nothing new; what runs finishes (cancelled) and is handed over.
+            guard !exhausted, !Task.isCancelled else { return }
+            guard let unit = next() else {
+                exhausted = true
+                return
+            }
+            let order = position
+            position += 1
+            admitted += 1
+            if let request = firstRequest(unit) {
+                let started = ContinuousClock.now
+                let ticket = origin.transport.start(request) { result in
+                    sink.push(.answered(order, unit, (result, AASAFetcher.milliseconds(ContinuousClock.now - started))))
+                }
+                inFlight.add(order, .transfer(ticket))
+            } else {
+                inFlight.add(order, .task(Task { sink.push(.fetched(order, await self.fetch(unit, startOrder: order))) }))
+            }
+        }
+
+        await withTaskCancellationHandler {
+            for _ in 0..<limit { admit() }
+            while admitted > 0 {
+                let event = await sink.next()
+                let fetched: FetchedHost
+                switch event {
+                case .answered(let order, let unit, let answer):
+                    inFlight.remove(order)
+                    guard let settled = settle(unit, startOrder: order, answered: answer) else {
+                        // Another request is due (a retry, the legacy path…): the rest in a task.
+                        inFlight.add(order, .task(Task { sink.push(.fetched(order, await self.finish(unit, startOrder: order, answered: answer))) }))
+                        continue
+                    }
+                    fetched = settled
+                case .fetched(let order, let result):
+                    inFlight.remove(order)
+                    fetched = result
+                }
+                admitted -= 1
+                admit()
+                await handle(fetched)
+            }
+        } onCancel: {
+            inFlight.cancelAll()
+        }
+    }
+
+    /// What the window hears from a host: the answer to its first request, or its whole result.
+    private enum WindowEvent: Sendable {
+        case answered(Int, RunFetch, AASAFetcher.Answer)
+        case fetched(Int, FetchedHost)
+    }
+
+    /// The first request of a unit that the window starts without a task; `nil` for a
+    /// `--route both` unit.
+    private func firstRequest(_ unit: RunFetch) -> TransferRequest? {
+        guard unit.comparison == nil else { return nil }
+        switch unit.planned.route {
+        case .origin: return origin.firstRequest(host: unit.planned.host, conditional: unit.conditional)
+        case .cdn: return cdn.firstRequest(host: unit.planned.host, conditional: unit.conditional)
+        }
+    }
+
+    /// The unit's result when the answer to its first request decides it; `nil` when another request is due.
+    private func settle(_ unit: RunFetch, startOrder: Int, answered: AASAFetcher.Answer) -> FetchedHost? {
+        let host = unit.planned.host
+        let result = switch unit.planned.route {
+        case .origin: origin.settle(host: host, startOrder: startOrder, conditional: unit.conditional, answered: answered)
+        case .cdn: cdn.settle(host: host, startOrder: startOrder, conditional: unit.conditional, answered: answered)
+        }
+        return result.map { FetchedHost(result: $0) }
+    }
+
+    /// The rest of a unit's fetch after the answer to its first request.
+    private func finish(_ unit: RunFetch, startOrder: Int, answered: AASAFetcher.Answer) async -> FetchedHost {
+        let host = unit.planned.host
+        return switch unit.planned.route {
+        case .origin: FetchedHost(result: await origin.fetch(host: host, startOrder: startOrder, conditional: unit.conditional, answered: answered))
+        case .cdn: FetchedHost(result: await cdn.fetch(host: host, startOrder: startOrder, conditional: unit.conditional, answered: answered))
+        }
     }
 
     /// Fetches every planned host in plan order through ``fetchEach(next:handle:)`` and hands
@@ -120,5 +207,107 @@ public struct FetchedHost: Sendable {
     public init(result: HostFetchResult, comparison: HostFetchResult? = nil) {
         self.result = result
         self.comparison = comparison
+    }
+}
+
+/// The hosts a window has under way, so that cancelling the window cancels each: a transfer by
+/// its ticket, a host that needs more than one request by its task.
+private final class InFlight: Sendable {
+    enum Work: Sendable {
+        case transfer(TransferTicket)
+        case task(Task<Void, Never>)
+    }
+
+    private let transport: any HTTPTransferring
+    private let state = Mutex<(work: [Int: Work], cancelled: Bool)>(([:], false))
+
+    init(transport: any HTTPTransferring) {
+        self.transport = transport
+    }
+
+    /// Adds a host's work; cancels it at once when the window is cancelled already.
+    func add(_ order: Int, _ work: Work) {
+        let cancelled = state.withLock { state in
+            if !state.cancelled { state.work[order] = work }
+            return state.cancelled
+        }
+        if cancelled { cancel(work) }
+    }
+
+    /// Forgets a host's work (it has answered).
+    func remove(_ order: Int) {
+        _ = state.withLock { $0.work.removeValue(forKey: order) }
+    }
+
+    /// Cancels everything under way and whatever is added later.
+    func cancelAll() {
+        let work = state.withLock { state in
+            state.cancelled = true
+            defer { state.work = [:] }
+            return Array(state.work.values)
+        }
+        for item in work { cancel(item) }
+    }
+
+    private func cancel(_ work: Work) {
+        switch work {
+        case .transfer(let ticket): transport.cancel(ticket)
+        case .task(let task): task.cancel()
+        }
+    }
+}
+
+/// A queue of values pushed from any thread and taken by one consumer, which waits for the next
+/// one whether or not its task is cancelled.
+private final class EventQueue<Element: Sendable>: Sendable {
+    private struct State: ~Copyable {
+        var buffer: [Element] = []
+        var head = 0
+        var waiter: CheckedContinuation<Element, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    /// Hands `element` to the waiting consumer, or keeps it for the next ``next()``.
+    func push(_ element: Element) {
+        let waiter = state.withLock { state -> CheckedContinuation<Element, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.buffer.append(element)
+            return nil
+        }
+        waiter?.resume(returning: element)
+    }
+
+    /// The oldest element not taken yet, waiting for one if there is none. One consumer at a time.
+    func next() async -> Element {
+        if let element = state.withLock({ Self.take(&$0) }) { return element }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Element, Never>) in
+            let element = state.withLock { state -> Element? in
+                guard let element = Self.take(&state) else {
+                    state.waiter = continuation
+                    return nil
+                }
+                return element
+            }
+            if let element { continuation.resume(returning: element) }
+        }
+    }
+
+    private static func take(_ state: inout State) -> Element? {
+        guard state.head < state.buffer.count else { return nil }
+        let element = state.buffer[state.head]
+        state.head += 1
+        if state.head == state.buffer.count {
+            state.buffer.removeAll(keepingCapacity: true)
+            state.head = 0
+        } else if state.head >= 1024, state.head * 2 >= state.buffer.count {
+            // Never drained to empty: drop what was taken so the buffer stays as long as what waits.
+            state.buffer.removeFirst(state.head)
+            state.head = 0
+        }
+        return element
     }
 }
