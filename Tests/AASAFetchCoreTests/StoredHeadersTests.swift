@@ -15,6 +15,9 @@ struct StoredHeadersTests {
     @Test func roundTrip() {
         #expect(StoredHeaders.decode(StoredHeaders.encode(Self.headers)) == Self.headers)
         #expect(StoredHeaders.encode([]) == "[]")
+        #expect(StoredHeaders.encode(Array(Self.headers.prefix(2))) ==
+                #"[{"name":"Content-Type","value":"application/json"},{"name":"ETag","value":"\"abc\\\"def\""}]"#)
+        #expect(StoredHeaders.encode([HTTPHeader(name: "X", value: "a/b\u{7F}\u{2028}é")]) == #"[{"name":"X","value":"a/b\u007f\u2028é"}]"#)
         #expect(StoredHeaders.decode("[]") == [])
     }
 
