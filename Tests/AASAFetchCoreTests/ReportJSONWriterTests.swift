@@ -62,6 +62,44 @@ struct ReportJSONWriterTests {
         #expect(ReportJSONWriter.quoted("a\u{8}\u{C}") == #""a\b\f""#)
     }
 
+    /// The escaping of every string, done on UTF-8 bytes, equals the rule it states, written per
+    /// Unicode scalar: every scalar of the Basic Multilingual Plane (but surrogates) and some beyond,
+    /// alone and between ordinary text.
+    @Test func escapingByBytesEqualsTheRulePerScalar() {
+        func reference(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar.value {
+                case 0x22: out += "\\\""
+                case 0x5C: out += "\\\\"
+                case 0x0A: out += "\\n"
+                case 0x0D: out += "\\r"
+                case 0x09: out += "\\t"
+                case 0x08: out += "\\b"
+                case 0x0C: out += "\\f"
+                case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029:
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        var all = ""
+        for value in UInt32(0)...0x10FFF where !(0xD800...0xDFFF).contains(value) {
+            let scalar = Unicode.Scalar(value)!
+            all.unicodeScalars.append(scalar)
+            let alone = String(Character(scalar))
+            if value < 0x3000 || value % 97 == 0 {
+                #expect(ReportJSONWriter.quoted(alone) == reference(alone), "U+\(String(value, radix: 16))")
+                let inText = "ab" + alone + "\u{C2}\u{E2}\u{80}" + alone + "cd"
+                #expect(ReportJSONWriter.quoted(inText) == reference(inText), "U+\(String(value, radix: 16)) in text")
+            }
+        }
+        #expect(ReportJSONWriter.quoted(all) == reference(all))
+        #expect(ReportJSONWriter.quoted("") == "\"\"")
+    }
+
     @Test func numbersAndNonFiniteValues() throws {
         #expect(try ReportJSONWriter(style: .compact).string([1.5, 2.0, -0.25]) == "[1.5,2,-0.25]")
         #expect(try ReportJSONWriter(style: .compact).string([Int64.min]) == "[-9223372036854775808]")

@@ -1,4 +1,4 @@
-import AASAFetchCore
+@testable import AASAFetchCore
 import Foundation
 import Testing
 
@@ -110,5 +110,30 @@ struct RunSpoolTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).isEmpty)
         // An unwritable parent is a spool error, not a crash.
         #expect(throws: SpoolError.self) { try RunSpool(parent: "/proc/no-such-dir", prioritizer: DomainPrioritizer(region: nil)) }
+    }
+
+    /// Findings kept in the spool are read back without Foundation's decoder, exactly as it read them.
+    @Test func findingsReadBackAsJSONDecoderReadsThem() throws {
+        let odd = "quote \" backslash \\ slash / tab \t nl \n del \u{7F} c1 \u{85} ls \u{2028} é 😀 \u{0}"
+        let findings = [
+            Finding(code: "http-404", severity: .error, message: odd, location: "/applinks/details/0", line: 3, column: 14, fix: odd),
+            Finding(code: "entitlement-duplicate", severity: .warning, message: "m"),
+            Finding(code: "x", severity: .info, message: "", location: "", line: 0, column: -1, fix: ""),
+        ]
+        for list in [findings, [], [findings[1]]] {
+            for text in [try ReportJSONWriter(style: .compact).encode(list), Array(try JSONEncoder().encode(list))] {
+                let expected = try JSONDecoder().decode([Finding].self, from: Data(text))
+                #expect(expected == list)
+                #expect(RunSpool.parsedFindings(text) == expected)
+                #expect(try RunSpool.decodeFindings(Data(text)) == expected)
+            }
+        }
+        // Other shapes are left to JSONDecoder, which accepts or rejects them as before.
+        for text in ["{}", "[1]", "[{\"code\":\"a\"}]", "[{\"code\":\"a\",\"severity\":\"fatal\",\"message\":\"m\"}]",
+                     "[{\"code\":\"a\",\"severity\":\"info\",\"message\":\"m\",\"line\":1.5}]", "not json"] {
+            #expect(RunSpool.parsedFindings(Array(text.utf8)) == nil, "\(text)")
+            #expect(throws: (any Error).self) { try RunSpool.decodeFindings(Data(text.utf8)) }
+        }
+        #expect(try RunSpool.decodeFindings(nil) == [])
     }
 }

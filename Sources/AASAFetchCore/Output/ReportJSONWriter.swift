@@ -85,10 +85,13 @@ final class JSONByteSink {
         var id: Int
     }
 
-    private(set) var bytes: [UInt8] = []
+    // The sink belongs to one encoding on one thread and no access to its state overlaps another,
+    // so the run-time exclusivity checks of a class's stored properties (a fifth of the writer's
+    // time, every byte and frame written being an access) are left out.
+    @exclusivity(unchecked) private(set) var bytes: [UInt8] = []
     let pretty: Bool
-    private var frames: [Frame] = []
-    private var nextID = 0
+    @exclusivity(unchecked) private var frames: [Frame] = []
+    @exclusivity(unchecked) private var nextID = 0
     /// The first misuse (or a non-finite number); thrown when the encoding ends.
     private var failure: (any Error)?
 
@@ -213,7 +216,7 @@ final class JSONByteSink {
 
     private func newline(depth: Int) {
         bytes.append(0x0A)
-        for _ in 0..<(depth * 2) { bytes.append(0x20) }
+        bytes.append(contentsOf: repeatElement(0x20, count: depth * 2))
     }
 
     /// Opens a nested object or array as the value of the member or element just begun in the
@@ -234,24 +237,45 @@ final class JSONByteSink {
     /// Encodes an `Encodable` into the (fresh) slot at `slot`, then closes it.
     func encodeValue<T: Encodable>(_ value: T, slot: Int, codingPath: [any CodingKey]) throws {
         let id = frames[slot].id
-        if !writeSpecial(value, slot: slot, id: id, codingPath: codingPath) {
+        if !writePrimitive(value, slot: slot, id: id, codingPath: codingPath)
+            && !writeSpecial(value, slot: slot, id: id, codingPath: codingPath) {
             try value.encode(to: ReportEncoder(sink: self, frame: slot, frameID: id, codingPath: codingPath))
         }
         close(from: slot)
+    }
+
+    /// Writes a `String`, `Int`, `Bool` or `Double` reached through a generic path (an array's
+    /// elements, an optional's value) into the slot at `slot` as its own `encode(to:)` would
+    /// through a single-value container, without that detour; `false` for every other type.
+    /// The type is compared, not cast (a dynamic cast per value costs more than the value).
+    func writePrimitive<T: Encodable>(_ value: T, slot: Int, id: Int, codingPath: [any CodingKey]) -> Bool {
+        if T.self == String.self {
+            if beginSingle(slot, id: id, codingPath: codingPath) { appendString(value as! String) }
+        } else if T.self == Int.self {
+            if beginSingle(slot, id: id, codingPath: codingPath) { appendInteger(value as! Int) }
+        } else if T.self == Bool.self {
+            if beginSingle(slot, id: id, codingPath: codingPath) { append(value as! Bool ? "true" : "false") }
+        } else if T.self == Double.self {
+            if beginSingle(slot, id: id, codingPath: codingPath) { appendFloat(value as! Double, codingPath: codingPath) }
+        } else {
+            return false
+        }
+        return true
     }
 
     /// Writes the types with a fixed JSON form (dates, data, URLs, string-keyed dictionaries with
     /// sorted keys) into the slot at `slot`; `false` for every other type.
     func writeSpecial<T: Encodable>(_ value: T, slot: Int, id: Int, codingPath: [any CodingKey]) -> Bool {
         let text: String
-        switch value {
-        case let date as Date:
-            text = Timestamp.string(date)
-        case let data as Data:
-            text = data.base64EncodedString()
-        case let url as URL:
-            text = url.absoluteString
-        case let dictionary as any JSONStringKeyedDictionary:
+        // The types are compared first: casting every value to each of them is the slow part.
+        // (A cast would also unwrap an optional; an optional's value comes back here on its own.)
+        if T.self == Date.self {
+            text = Timestamp.string(value as! Date)
+        } else if T.self == Data.self {
+            text = (value as! Data).base64EncodedString()
+        } else if T.self == URL.self {
+            text = (value as! URL).absoluteString
+        } else if let dictionary = value as? any JSONStringKeyedDictionary {
             guard open(slot, id: id, as: .object, codingPath: codingPath) else { return true }
             do {
                 try dictionary.forEachSorted { key, member in
@@ -263,7 +287,7 @@ final class JSONByteSink {
                 fail(error)
             }
             return true
-        default:
+        } else {
             return false
         }
         if beginSingle(slot, id: id, codingPath: codingPath) { appendString(text) }
@@ -296,31 +320,67 @@ final class JSONByteSink {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Appends `text` as a JSON string literal.
+    ///
+    /// Works on the UTF-8 bytes: runs of bytes that need no escape are copied at once. Escaped:
+    /// `"`, `\`, C0 controls and DEL (bytes below 0x20 and 0x7F), the C1 controls U+0080…U+009F
+    /// (`C2 80`…`C2 9F`) and U+2028/U+2029 (`E2 80 A8`/`A9`); every other byte, of any other
+    /// character, is copied.
     static func appendQuoted(_ text: String, to bytes: inout [UInt8]) {
         bytes.append(0x22)
-        for scalar in text.unicodeScalars {
-            let value = scalar.value
-            switch value {
-            case 0x22: bytes.append(contentsOf: [0x5C, 0x22])
-            case 0x5C: bytes.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: bytes.append(contentsOf: [0x5C, 0x6E])
-            case 0x0D: bytes.append(contentsOf: [0x5C, 0x72])
-            case 0x09: bytes.append(contentsOf: [0x5C, 0x74])
-            case 0x08: bytes.append(contentsOf: [0x5C, 0x62])
-            case 0x0C: bytes.append(contentsOf: [0x5C, 0x66])
-            case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029:
-                bytes.append(contentsOf: [0x5C, 0x75])
-                bytes.append(hexDigits[Int((value >> 12) & 0xF)])
-                bytes.append(hexDigits[Int((value >> 8) & 0xF)])
-                bytes.append(hexDigits[Int((value >> 4) & 0xF)])
-                bytes.append(hexDigits[Int(value & 0xF)])
-            case 0x20..<0x7F:
-                bytes.append(UInt8(value))
-            default:
-                bytes.append(contentsOf: String(scalar).utf8)
-            }
-        }
+        var text = text
+        text.withUTF8 { appendEscaped($0, to: &bytes) }
         bytes.append(0x22)
+    }
+
+    private static func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        let count = utf8.count
+        var start = 0
+        var index = 0
+        while index < count {
+            let byte = utf8[index]
+            if byte >= 0x20 && byte < 0x7F && byte != 0x22 && byte != 0x5C {
+                index += 1
+                continue
+            }
+            let scalar: UInt32
+            var length = 1
+            if byte < 0x80 {
+                scalar = UInt32(byte)
+            } else if byte == 0xC2, index + 1 < count, utf8[index + 1] < 0xA0 {
+                scalar = UInt32(utf8[index + 1])  // C2 xx is U+00xx
+                length = 2
+            } else if byte == 0xE2, index + 2 < count, utf8[index + 1] == 0x80, utf8[index + 2] == 0xA8 || utf8[index + 2] == 0xA9 {
+                scalar = 0x2000 + UInt32(utf8[index + 2] - 0x80)  // E2 80 A8 is U+2028
+                length = 3
+            } else {
+                index += 1
+                continue
+            }
+            if start < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index])) }
+            appendEscape(scalar, to: &bytes)
+            index += length
+            start = index
+        }
+        if start < count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<count])) }
+    }
+
+    private static func appendEscape(_ value: UInt32, to bytes: inout [UInt8]) {
+        switch value {
+        case 0x22: bytes.append(0x5C); bytes.append(0x22)
+        case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
+        case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
+        case 0x0D: bytes.append(0x5C); bytes.append(0x72)
+        case 0x09: bytes.append(0x5C); bytes.append(0x74)
+        case 0x08: bytes.append(0x5C); bytes.append(0x62)
+        case 0x0C: bytes.append(0x5C); bytes.append(0x66)
+        default:
+            bytes.append(0x5C)
+            bytes.append(0x75)
+            bytes.append(hexDigits[Int((value >> 12) & 0xF)])
+            bytes.append(hexDigits[Int((value >> 8) & 0xF)])
+            bytes.append(hexDigits[Int((value >> 4) & 0xF)])
+            bytes.append(hexDigits[Int(value & 0xF)])
+        }
     }
 
     private func misuse(_ what: String, _ codingPath: [any CodingKey]) -> EncodingError {
@@ -442,29 +502,22 @@ struct ReportKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     // Absent values are written as null (the default implementations would leave the key out).
-    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { try encodeOrNull(value, key) }
-    mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws { try encodeOrNull(value, key) }
-
-    private mutating func encodeOrNull<T: Encodable>(_ value: T?, _ key: Key) throws {
-        if let value {
-            try encode(value, forKey: key)
-        } else {
-            try encodeNil(forKey: key)
-        }
-    }
+    // A present value of a primitive type goes to its own `encode` (not the generic one).
+    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
+    mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         let ok = begin(key)

@@ -299,11 +299,7 @@ public final class RunSpool: Sendable {
     /// The entries a host serves, with their current verdicts, in entry order.
     public func verdicts(of host: String) throws(SpoolError) -> [EntryVerdict] {
         try flushVerdicts()
-        return try access { db in
-            let decoder = JSONDecoder()
-            return try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM entries WHERE host = ? ORDER BY position"), arguments: [host])
-                .map { try Self.verdict($0, decoder) }
-        }
+        return try access { db in try Self.verdicts(db, host: host) }
     }
 
     /// Judges one download (``AssociationJudge/judgeHost(_:result:verdicts:appIDs:)``) against the
@@ -311,10 +307,7 @@ public final class RunSpool: Sendable {
     public func judge(_ result: HostFetchResult, tier: Int, appIDs: [String]) throws(SpoolError) -> DomainReport {
         let encoder = ReportJSONWriter(style: .compact)
         let (domain, judged) = try access { db in
-            let decoder = JSONDecoder()
-            var verdicts = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM entries WHERE host = ? ORDER BY position"), arguments: [result.host]
-            ).map { try Self.verdict($0, decoder) }
+            var verdicts = try Self.verdicts(db, host: result.host)
             let planned = PlannedFetch(host: result.host, route: result.route, tier: tier, entryIndexes: Array(verdicts.indices))
             let domain = AssociationJudge.judgeHost(planned, result: result, verdicts: &verdicts, appIDs: appIDs)
             let judged = try verdicts.map { verdict in
@@ -367,10 +360,9 @@ public final class RunSpool: Sendable {
         }
         do {
             try queue.inDatabase { db in
-                let decoder = JSONDecoder()
-                let rows = try Row.fetchCursor(db, sql: "SELECT * FROM entries \(condition) ORDER BY position")
+                let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.verdictColumns) FROM entries \(condition) ORDER BY position")
                 while let row = try rows.next() {
-                    try body(try Self.verdict(row, decoder))
+                    try body(try Self.verdict(row))
                 }
             }
         } catch let error as DatabaseError {
@@ -412,25 +404,89 @@ public final class RunSpool: Sendable {
         findings.isEmpty ? nil : Data(try encoder.encode(findings))
     }
 
-    private static func decodeFindings(_ data: Data?, _ decoder: JSONDecoder) throws -> [Finding] {
+    /// Findings read back from the spool: parsed by the project's ``JSONParser`` (the spool holds
+    /// only what ``encode(_:_:)`` wrote: an array of ``Finding`` objects), not by a Foundation
+    /// `JSONDecoder` per entry; text of any other shape still goes to `JSONDecoder`, as before.
+    static func decodeFindings(_ data: Data?) throws -> [Finding] {
         guard let data else { return [] }
-        return try decoder.decode([Finding].self, from: data)
+        if let findings = parsedFindings(Array(data)) { return findings }
+        return try JSONDecoder().decode([Finding].self, from: data)
     }
 
-    private static func verdict(_ row: Row, _ decoder: JSONDecoder) throws -> EntryVerdict {
+    /// The findings of an array of ``Finding`` objects (every key optional but `code`, `severity`
+    /// and `message`; `null` for an absent one; unknown keys ignored, as `JSONDecoder` does), or
+    /// `nil` for anything else.
+    static func parsedFindings(_ bytes: [UInt8]) -> [Finding]? {
+        guard let document = try? JSONParser.parse(bytes), let items = document.root.arrayValue else { return nil }
+        var findings: [Finding] = []
+        findings.reserveCapacity(items.count)
+        for item in items {
+            guard let members = item.objectMembers else { return nil }
+            var code: String?, severity: Severity?, message: String?
+            var location: String?, line: Int?, column: Int?, fix: String?
+            for member in members {
+                let value = member.value
+                switch member.key {
+                case "code": guard let text = value.stringValue else { return nil }; code = text
+                case "severity": guard let text = value.stringValue, let level = Severity(rawValue: text) else { return nil }; severity = level
+                case "message": guard let text = value.stringValue else { return nil }; message = text
+                case "location": guard optionalString(value, &location) else { return nil }
+                case "fix": guard optionalString(value, &fix) else { return nil }
+                case "line": guard optionalInteger(value, &line) else { return nil }
+                case "column": guard optionalInteger(value, &column) else { return nil }
+                default: break
+                }
+            }
+            guard let code, let severity, let message else { return nil }
+            findings.append(Finding(code: code, severity: severity, message: message, location: location, line: line, column: column, fix: fix))
+        }
+        return findings
+    }
+
+    private static func optionalString(_ value: JSONValue, _ field: inout String?) -> Bool {
+        switch value.kind {
+        case .null: field = nil
+        case .string(let text): field = text
+        default: return false
+        }
+        return true
+    }
+
+    private static func optionalInteger(_ value: JSONValue, _ field: inout Int?) -> Bool {
+        switch value.kind {
+        case .null: field = nil
+        case .number(let number):
+            guard let integer = Int(number.text) else { return false }
+            field = integer
+        default: return false
+        }
+        return true
+    }
+
+    /// The columns ``verdict(_:)`` reads, by position.
+    private static let verdictColumns = "position, raw, service, domain, host, wildcard, mode, entry_findings, associated, code, findings, line"
+
+    /// The entries of `host` with their verdicts, in entry order, read in place through a cursor.
+    private static func verdicts(_ db: Database, host: String) throws -> [EntryVerdict] {
+        let statement = try db.cachedStatement(sql: "SELECT \(verdictColumns) FROM entries WHERE host = ? ORDER BY position")
+        return try Array(Row.fetchCursor(statement, arguments: [host]).map { try Self.verdict($0) })
+    }
+
+    /// A verdict from a row of ``verdictColumns`` (read by position: a name is looked up by
+    /// lowercasing column names).
+    private static func verdict(_ row: Row) throws -> EntryVerdict {
         var entry = AssociatedDomainEntry(
-            index: row["position"],
-            raw: row["raw"],
-            service: (row["service"] as String?).map(Service.init(name:)),
-            domain: row["domain"],
-            host: row["host"],
-            isWildcard: row["wildcard"],
-            mode: (row["mode"] as String?).flatMap(AlternateMode.init(rawValue:)),
-            findings: try decodeFindings(row["entry_findings"], decoder)
+            index: row[0],
+            raw: row[1],
+            service: (row[2] as String?).map(Service.init(name:)),
+            domain: row[3],
+            host: row[4],
+            isWildcard: row[5],
+            mode: (row[6] as String?).flatMap(AlternateMode.init(rawValue:)),
+            findings: try decodeFindings(row[7])
         )
-        entry.line = row["line"]
-        return EntryVerdict(entry: entry, associated: row["associated"], code: row["code"],
-                            findings: try decodeFindings(row["findings"], decoder))
+        entry.line = row[11]
+        return EntryVerdict(entry: entry, associated: row[8], code: row[9], findings: try decodeFindings(row[10]))
     }
 
     /// Runs `body` on the database, mapping its errors to ``SpoolError``.

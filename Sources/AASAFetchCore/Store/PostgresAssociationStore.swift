@@ -471,12 +471,9 @@ public struct PostgresAssociationStore: AssociationStore {
 
     private static func insert(_ events: [HistoryEvent], _ tx: PostgresTransaction) throws {
         guard !events.isEmpty else { return }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         for event in events {
-            let detail = String(decoding: (try? encoder.encode(event.detail)) ?? Data("{}".utf8), as: UTF8.self)
             try tx.execute("INSERT INTO history (host, route, at, kind, detail) VALUES ($1, $2, to_timestamp($3::float8), $4, $5)",
-                           [event.key.host, event.key.route.rawValue, time(event.at), event.kind.rawValue, detail])
+                           [event.key.host, event.key.route.rawValue, time(event.at), event.kind.rawValue, event.detail.storedJSON])
         }
     }
 

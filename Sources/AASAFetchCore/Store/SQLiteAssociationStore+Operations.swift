@@ -16,7 +16,7 @@ extension SQLiteAssociationStore {
         let selectionArguments = StatementArguments([cursor]) + StatementArguments(hosts ?? [])
         return try await immediateWrite { db in
             let rows = try Row.fetchAll(db, sql: """
-                SELECT id, \(Self.stateColumns) FROM hosts
+                SELECT \(Self.stateColumns), id FROM hosts
                 WHERE \(selection) AND (lease_expires IS NULL OR lease_expires <= ?)
                 ORDER BY id LIMIT ?
                 """, arguments: selectionArguments + [time, max(0, limit)])
@@ -24,7 +24,7 @@ extension SQLiteAssociationStore {
             var claimed: [HostState] = []
             var last: Int64?
             for row in rows {
-                let id: Int64 = row["id"]
+                let id: Int64 = row[Self.columnAfterState]
                 try lease.execute(arguments: [owner, until, id])
                 var state = Self.state(from: row)
                 state.lease = HostLease(owner: owner, expires: Date(timeIntervalSince1970: until))

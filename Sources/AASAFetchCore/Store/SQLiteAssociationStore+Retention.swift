@@ -50,24 +50,26 @@ extension SQLiteAssociationStore {
     /// ``StoreRetention/keptVersions`` go.
     static func keepVersion(_ db: Database, key: HostKey, body: [UInt8], at time: Date, validators: CacheValidators?) throws {
         let digest = SHA256.hex(body)
-        let latest = try Row.fetchOne(db, sql: """
+        let (host, route) = (key.host, key.route.rawValue)
+        // Cached statements: this runs for every approved download.
+        let latest = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT id, digest FROM versions WHERE host = ? AND route = ? ORDER BY id DESC LIMIT 1
-            """, arguments: [key.host, key.route.rawValue])
-        if let latest, latest["digest"] as String == digest {
-            try db.execute(sql: """
+            """), arguments: [host, route])
+        if let latest, latest[1] as String == digest {
+            try db.cachedStatement(sql: """
                 UPDATE versions SET approved_at = ?, etag = COALESCE(?, etag), last_modified = COALESCE(?, last_modified) WHERE id = ?
-                """, arguments: [time.timeIntervalSince1970, validators?.etag, validators?.lastModified, latest["id"] as Int64])
+                """).execute(arguments: [time.timeIntervalSince1970, validators?.etag, validators?.lastModified, latest[0] as Int64])
             return
         }
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO versions (host, route, fetched_at, approved_at, size, digest, etag, last_modified, body)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [key.host, key.route.rawValue, time.timeIntervalSince1970, time.timeIntervalSince1970, body.count,
-                             digest, validators?.etag, validators?.lastModified, Data(body)])
-        try db.execute(sql: """
+            """).execute(arguments: [host, route, time.timeIntervalSince1970, time.timeIntervalSince1970, body.count,
+                                     digest, validators?.etag, validators?.lastModified, Data(body)])
+        try db.cachedStatement(sql: """
             DELETE FROM versions WHERE host = ? AND route = ? AND id NOT IN (
                 SELECT id FROM versions WHERE host = ? AND route = ? ORDER BY id DESC LIMIT ?)
-            """, arguments: [key.host, key.route.rawValue, key.host, key.route.rawValue, StoreRetention.keptVersions])
+            """).execute(arguments: [host, route, host, route, StoreRetention.keptVersions])
     }
 
     public func retireNeeds(appIDs: [String], routes: [Route], registeredBefore registeredAt: Date, now: Date) async throws -> RetiredNeeds {

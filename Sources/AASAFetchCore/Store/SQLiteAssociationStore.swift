@@ -345,6 +345,29 @@ public struct SQLiteAssociationStore: AssociationStore {
         }
     }
 
+    /// The `UPDATE` of ``recordRow(_:_:owner:)``, one per combination of its optional parts
+    /// (an approved file, validators, a lease to check), indexed by ``recordVariant(approved:validators:leased:)``:
+    /// built once, so each is compiled once per connection (`cachedStatement`), not once per host.
+    private static let recordSQL: [String] = (0..<8).map { variant in
+        var assignments = """
+            last_code = ?, last_reason = ?, last_http_status = ?, last_url = ?, last_headers = ?, last_body = ?,
+            fetched_at = ?, consecutive_failures = ?, next_check = ?
+            """
+        if variant & 1 != 0 { assignments += ", approved_body = ?, approved_at = ?" }
+        if variant & 2 != 0 { assignments += ", etag = ?, last_modified = ?" }
+        var condition = "host = ? AND route = ?"
+        if variant & 4 != 0 {
+            // Only while the caller still holds the lease; recording releases it.
+            assignments += ", lease_owner = NULL, lease_expires = NULL"
+            condition += " AND lease_owner = ?"
+        }
+        return "UPDATE hosts SET \(assignments) WHERE \(condition)"
+    }
+
+    private static func recordVariant(approved: Bool, validators: Bool, leased: Bool) -> Int {
+        (approved ? 1 : 0) | (validators ? 2 : 0) | (leased ? 4 : 0)
+    }
+
     private static func recordRow(_ db: Database, _ update: HostUpdate, owner: String?) throws -> RecordResult {
         let headers = StoredHeaders.encode(update.result.headers)
         let result = update.result
@@ -352,29 +375,20 @@ public struct SQLiteAssociationStore: AssociationStore {
             result.code, result.reason, result.httpStatus, result.url, headers, result.body.map { Data($0) },
             result.fetchedAt.timeIntervalSince1970, update.consecutiveFailures, update.nextCheck.timeIntervalSince1970,
         ]
-        var assignments = """
-            last_code = ?, last_reason = ?, last_http_status = ?, last_url = ?, last_headers = ?, last_body = ?,
-            fetched_at = ?, consecutive_failures = ?, next_check = ?
-            """
         if let approved = update.approvedBody {
-            assignments += ", approved_body = ?, approved_at = ?"
             arguments += [Data(approved), result.fetchedAt.timeIntervalSince1970]
         }
         if let validators = update.validators {
-            assignments += ", etag = ?, last_modified = ?"
             arguments += [validators.etag, validators.lastModified]
         }
-        var condition = "host = ? AND route = ?"
         arguments += [update.key.host, update.key.route.rawValue]
         if let owner {
-            // Only while the caller still holds the lease; recording releases it.
-            assignments += ", lease_owner = NULL, lease_expires = NULL"
-            condition += " AND lease_owner = ?"
             arguments += [owner]
         }
-        try db.execute(sql: "UPDATE hosts SET \(assignments) WHERE \(condition)", arguments: arguments)
+        let variant = recordVariant(approved: update.approvedBody != nil, validators: update.validators != nil, leased: owner != nil)
+        try db.cachedStatement(sql: recordSQL[variant]).execute(arguments: arguments)
         guard db.changesCount > 0 else {
-            let current = try Row.fetchOne(db, sql: "SELECT lease_owner FROM hosts WHERE host = ? AND route = ?",
+            let current = try Row.fetchOne(db.cachedStatement(sql: "SELECT lease_owner FROM hosts WHERE host = ? AND route = ?"),
                                            arguments: [update.key.host, update.key.route.rawValue])
             guard let current else { return .hostMissing }  // forgotten meanwhile
             return .leaseLost(owner: current["lease_owner"])
@@ -406,11 +420,12 @@ public struct SQLiteAssociationStore: AssociationStore {
                 """)
             var needs: [HostKey: [EntryNeed]] = [:]
             for key in keys {
-                let rows = try Row.fetchAll(statement, arguments: [key.host, key.route.rawValue])
-                needs[key] = rows.map { row in
-                    EntryNeed(entry: row["entry"], service: Service(name: row["service"]), host: row["host"],
-                              route: Route(rawValue: row["route"]) ?? .origin, appID: row["app_id"])
-                }
+                // By position (entry, app_id, service, host, route), read in place: a name would be
+                // looked up by lowercasing every column's name of a copied row.
+                needs[key] = try Array(Row.fetchCursor(statement, arguments: [key.host, key.route.rawValue]).map { row in
+                    EntryNeed(entry: row[0], service: Service(name: row[2]), host: row[3],
+                              route: Route(rawValue: row[4]) ?? .origin, appID: row[1])
+                })
             }
             return needs
         }
@@ -506,12 +521,14 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     // MARK: - Rows
 
+    /// The columns of ``state(from:)`` without the bodies (in the order of ``stateColumns``).
     private static let summaryColumns = """
         host, route, tier, added_at, last_code, last_reason, last_http_status, last_url, last_headers, NULL AS last_body,
         fetched_at, NULL AS approved_body, length(approved_body) AS approved_size, approved_at, etag, last_modified,
         consecutive_failures, next_check, lease_owner, lease_expires, unneeded_since
         """
 
+    /// The columns of ``state(from:)``, in the order of ``Column``.
     static let stateColumns = """
         host, route, tier, added_at, last_code, last_reason, last_http_status, last_url, last_headers, last_body,
         fetched_at, approved_body, length(approved_body) AS approved_size, approved_at, etag, last_modified,
@@ -522,52 +539,68 @@ public struct SQLiteAssociationStore: AssociationStore {
         let statement = try db.cachedStatement(sql: "SELECT \(stateColumns) FROM hosts WHERE host = ? AND route = ?")
         var states: [HostKey: HostState] = [:]
         for key in keys {
-            if let row = try Row.fetchOne(statement, arguments: [key.host, key.route.rawValue]) {
-                states[key] = state(from: row)
+            // Read in place through a cursor, alive while the row is read (`fetchOne` would copy
+            // the row's 21 values first).
+            let cursor = try Row.fetchCursor(statement, arguments: [key.host, key.route.rawValue])
+            try withExtendedLifetime(cursor) {
+                if let row = try cursor.next() { states[key] = state(from: row) }
             }
         }
         return states
     }
 
+    /// The positions of ``stateColumns`` (and ``summaryColumns``, in the same order) in a row:
+    /// ``state(from:)`` reads by position, since a name is looked up by lowercasing every column
+    /// name of a fetched row, 21 times per host.
+    private enum Column {
+        static let host = 0, route = 1, tier = 2, addedAt = 3, lastCode = 4, lastReason = 5, lastHTTPStatus = 6, lastURL = 7
+        static let lastHeaders = 8, lastBody = 9, fetchedAt = 10, approvedBody = 11, approvedSize = 12, approvedAt = 13
+        static let etag = 14, lastModified = 15, consecutiveFailures = 16, nextCheck = 17, leaseOwner = 18, leaseExpires = 19
+        static let unneededSince = 20
+        /// The number of columns: a column selected after them is at this position.
+        static let count = 21
+    }
+
+    /// The position of a column selected after ``stateColumns``.
+    static let columnAfterState = Column.count
+
+    /// A host's state from a row that starts with ``stateColumns`` or ``summaryColumns``.
     static func state(from row: Row) -> HostState {
-        let key = HostKey(host: row["host"], route: Route(rawValue: row["route"]) ?? .origin)
+        let key = HostKey(host: row[Column.host], route: Route(rawValue: row[Column.route]) ?? .origin)
         var last: StoredResult?
-        if let code = row["last_code"] as String? {
-            let headers = StoredHeaders.decode(row["last_headers"] as String?)
+        if let code = row[Column.lastCode] as String? {
+            let headers = StoredHeaders.decode(row[Column.lastHeaders] as String?)
             last = StoredResult(
-                code: code, reason: row["last_reason"] ?? "", httpStatus: row["last_http_status"], url: row["last_url"] ?? "",
-                headers: headers, body: (row["last_body"] as Data?).map { [UInt8]($0) },
-                fetchedAt: Date(timeIntervalSince1970: row["fetched_at"] ?? 0)
+                code: code, reason: row[Column.lastReason] ?? "", httpStatus: row[Column.lastHTTPStatus], url: row[Column.lastURL] ?? "",
+                headers: headers, body: (row[Column.lastBody] as Data?).map { [UInt8]($0) },
+                fetchedAt: Date(timeIntervalSince1970: row[Column.fetchedAt] ?? 0)
             )
         }
         var lease: HostLease?
-        if let owner = row["lease_owner"] as String?, let expires = row["lease_expires"] as Double? {
+        if let owner = row[Column.leaseOwner] as String?, let expires = row[Column.leaseExpires] as Double? {
             lease = HostLease(owner: owner, expires: Date(timeIntervalSince1970: expires))
         }
         var state = HostState(
-            key: key, tier: row["tier"], lastResult: last,
-            approvedBody: (row["approved_body"] as Data?).map { [UInt8]($0) },
-            approvedAt: (row["approved_at"] as Double?).map { Date(timeIntervalSince1970: $0) },
-            validators: CacheValidators(etag: row["etag"], lastModified: row["last_modified"]),
-            consecutiveFailures: row["consecutive_failures"],
-            nextCheck: Date(timeIntervalSince1970: row["next_check"]),
+            key: key, tier: row[Column.tier], lastResult: last,
+            approvedBody: (row[Column.approvedBody] as Data?).map { [UInt8]($0) },
+            approvedAt: (row[Column.approvedAt] as Double?).map { Date(timeIntervalSince1970: $0) },
+            validators: CacheValidators(etag: row[Column.etag], lastModified: row[Column.lastModified]),
+            consecutiveFailures: row[Column.consecutiveFailures],
+            nextCheck: Date(timeIntervalSince1970: row[Column.nextCheck]),
             lease: lease,
-            addedAt: Date(timeIntervalSince1970: row["added_at"]),
-            unneededSince: (row["unneeded_since"] as Double?).map { Date(timeIntervalSince1970: $0) }
+            addedAt: Date(timeIntervalSince1970: row[Column.addedAt]),
+            unneededSince: (row[Column.unneededSince] as Double?).map { Date(timeIntervalSince1970: $0) }
         )
-        state.approvedSize = row["approved_size"]
+        state.approvedSize = row[Column.approvedSize]
         return state
     }
 
     private static func insert(_ events: [HistoryEvent], _ db: Database) throws {
         guard !events.isEmpty else { return }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let statement = try db.cachedStatement(sql: "INSERT INTO history (host, route, at, kind, detail) VALUES (?, ?, ?, ?, ?)")
         for event in events {
-            let detail = String(decoding: (try? encoder.encode(event.detail)) ?? Data("{}".utf8), as: UTF8.self)
             try statement.execute(arguments: [event.key.host, event.key.route.rawValue, event.at.timeIntervalSince1970,
-                                              event.kind.rawValue, detail])
+                                              event.kind.rawValue, event.detail.storedJSON])
         }
     }
 

@@ -223,6 +223,73 @@ public struct HistoryDetail: Sendable, Hashable, Codable {
     }
 }
 
+extension HistoryDetail {
+    /// The text a store keeps this detail in (`history.detail`): byte for byte what Foundation's
+    /// `JSONEncoder` writes with `.sortedKeys` and `.withoutEscapingSlashes` (absent fields left
+    /// out), the format of stores in the field. Written here without Foundation's coder, which
+    /// ran once per recorded event (every first download is one); a detail with ``changes`` (a
+    /// changed file, rare) still goes through `JSONEncoder`.
+    public var storedJSON: String {
+        if changes != nil {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+        }
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        func member(_ key: StaticString, _ value: String?) {
+            guard let value else { return }
+            Self.beginMember(key, &bytes)
+            Self.appendFoundationQuoted(value, to: &bytes)
+        }
+        // The keys sorted.
+        member("appID", appID)
+        member("code", code)
+        member("entry", entry)
+        if let httpStatus {
+            Self.beginMember("httpStatus", &bytes)
+            bytes.append(contentsOf: String(httpStatus).utf8)
+        }
+        member("previousCode", previousCode)
+        member("reason", reason)
+        member("service", service?.name)
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func beginMember(_ key: StaticString, _ bytes: inout [UInt8]) {
+        if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(UInt8(ascii: "\""))
+        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// A string literal as `JSONEncoder` writes it: `"` and `\` escaped, the C0 controls as
+    /// `\b \t \n \f \r` or `\u00xx`, every other character (`/` included) as it is.
+    static func appendFoundationQuoted(_ text: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
+            case 0x08: bytes.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0C: bytes.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x00..<0x20:
+                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                bytes.append(hexDigits[Int(byte >> 4)])
+                bytes.append(hexDigits[Int(byte & 0xF)])
+            default:
+                bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
+
 /// The kinds of change the history records (stable codes).
 public enum HistoryKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// The host serves an approved file after none (its first, or a recovery from failures).

@@ -6,12 +6,19 @@
 public enum StoredHeaders {
     /// The headers as stored text.
     public static func encode(_ headers: [HTTPHeader]) -> String {
-        var text = "["
+        // Written as bytes in one buffer (this runs for every recorded result).
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        bytes.reserveCapacity(64 * headers.count + 2)
         for (index, header) in headers.enumerated() {
-            if index > 0 { text += "," }
-            text += "{\"name\":" + ReportJSONWriter.quoted(header.name) + ",\"value\":" + ReportJSONWriter.quoted(header.value) + "}"
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: #"{"name":"#.utf8)
+            JSONByteSink.appendQuoted(header.name, to: &bytes)
+            bytes.append(contentsOf: #","value":"#.utf8)
+            JSONByteSink.appendQuoted(header.value, to: &bytes)
+            bytes.append(UInt8(ascii: "}"))
         }
-        return text + "]"
+        bytes.append(UInt8(ascii: "]"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Headers read back from stored text (this encoding or `JSONEncoder`'s); text that is not such
