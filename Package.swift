@@ -15,9 +15,14 @@ let yams = Target.Dependency.product(name: "Yams", package: "Yams")
 /// - `-z pack-relative-relocs`: the ~90,000 relative relocations of a position-independent
 ///   executable go in a compact DT_RELR table (glibc 2.36 or later) instead of 2 MiB of RELA
 ///   entries that the dynamic loader reads, and so keeps resident, at every start.
+/// - `--no-export-dynamic`: the toolchain's static-stdlib link asks for `-export-dynamic`, which
+///   put the ~12,800 public symbols of our modules and packages in the dynamic symbol table
+///   (1 MiB with its strings) that ld.so searches for every symbol of every shared library.
+///   Nothing looks our symbols up at run time (the static libraries' are hidden already).
 let releaseLinkFlags: [String] = [
     "-use-ld=lld",
     "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+    "-Xlinker", "--no-export-dynamic",
 ]
 
 let package = Package(
