@@ -7,6 +7,30 @@ let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: 
 let grdb = Target.Dependency.product(name: "GRDB", package: "GRDB.swift")
 let yams = Target.Dependency.product(name: "Yams", package: "Yams")
 
+// MARK: - Release link of the executable (Linux; start-up memory in docs/benchmarks.md)
+
+/// Linker flags of the release executable, which always links with lld (the toolchain's own
+/// linker; the documented release command asks for it too). Each one cuts start-up memory, not
+/// behaviour:
+/// - `-z pack-relative-relocs`: the ~90,000 relative relocations of a position-independent
+///   executable go in a compact DT_RELR table (glibc 2.36 or later) instead of 2 MiB of RELA
+///   entries that the dynamic loader reads, and so keeps resident, at every start.
+/// - `--no-export-dynamic`: the toolchain's static-stdlib link asks for `-export-dynamic`, which
+///   put the ~12,800 public symbols of our modules and packages in the dynamic symbol table
+///   (1 MiB with its strings) that ld.so searches for every symbol of every shared library.
+///   Nothing looks our symbols up at run time (the static libraries' are hidden already).
+/// - `--symbol-ordering-file`: the functions that run at start-up and in a fetch (about 1 MiB of
+///   the 20 MiB of code, written by `scripts/gen-link-order`) are placed together. The kernel maps
+///   file-backed code 64 KiB around each page fault, so start-up code scattered over the whole
+///   text made about 150 such windows resident. A stale list costs memory, never correctness.
+let releaseLinkFlags: [String] = [
+    "-use-ld=lld",
+    "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+    "-Xlinker", "--no-export-dynamic",
+    "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/aasa-fetch/link-order.txt",
+    "-Xlinker", "--no-warn-symbol-ordering",
+]
+
 let package = Package(
     name: "aasa-fetch",
     platforms: [.macOS(.v15)],
@@ -38,7 +62,12 @@ let package = Package(
 
         // MARK: - Commands (a library, so they are testable) and the thin executable
         .target(name: "AASAFetchCLI", dependencies: ["AASAFetchCore", "CurlTransport", argumentParser, yams]),
-        .executableTarget(name: "aasa-fetch", dependencies: ["AASAFetchCLI"]),
+        .executableTarget(
+            name: "aasa-fetch",
+            dependencies: ["AASAFetchCLI"],
+            exclude: ["link-order.txt"],
+            linkerSettings: [.unsafeFlags(releaseLinkFlags, .when(platforms: [.linux], configuration: .release))]
+        ),
 
         // MARK: - Matcher tools: throughput benchmark and seeded random fuzz driver
         .executableTarget(name: "aasa-bench-match", dependencies: ["AASAFetchCore"]),
@@ -70,5 +99,8 @@ for target in package.targets where target.type != .system {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    // One section per function in release, so the release link can place each start-up function
+    // of ours on its own (`--symbol-ordering-file` above), not the whole file it sits in.
+    settings.append(.unsafeFlags(["-Xfrontend", "-function-sections"], .when(platforms: [.linux], configuration: .release)))
     target.swiftSettings = settings
 }
