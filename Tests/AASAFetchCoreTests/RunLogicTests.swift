@@ -292,6 +292,22 @@ struct RunLogicTests {
         #expect(windowed.requests.map(\.url).sorted() == alone.requests.map(\.url).sorted(), "the same requests, none twice")
     }
 
+    /// Each route's requests go to that route's transport (`refresh` has a client of its own for
+    /// the CDN, with one connection per host), in the window as in a lone fetch.
+    @Test func theWindowSendsEachRouteThroughItsOwnTransport() async {
+        let originTransport = ScriptedTransport()
+        originTransport.on(Self.wellKnown, .json(Self.good))
+        let cdnTransport = ScriptedTransport()
+        cdnTransport.on(Self.cdnBase + Self.host, .json(Self.good))
+        let fetcher = RouteFetcher(origin: AASAFetcher(transport: originTransport, options: Self.options),
+                                   cdn: CDNFetcher(transport: cdnTransport, options: Self.options, base: Self.cdnBase))
+        let results = await fetcher.fetchAll([PlannedFetch(host: Self.host, route: .origin, tier: 0, entryIndexes: []),
+                                              PlannedFetch(host: Self.host, route: .cdn, tier: 0, entryIndexes: [])])
+        #expect(results.map(\.code) == ["ok", "ok"])
+        #expect(originTransport.requests.map(\.url) == [Self.wellKnown])
+        #expect(cdnTransport.requests.map(\.url) == [Self.cdnBase + Self.host])
+    }
+
     /// A transport whose transfers never finish until cancelled (the default ``HTTPTransferring/start(_:completion:)``
     /// runs each in a task, which ``HTTPTransferring/cancel(_:)`` cancels).
     final class HangingTransport: HTTPTransferring {

@@ -49,7 +49,7 @@ public struct RouteFetcher: Sendable {
         // Not an AsyncStream: its iteration ends when the task is cancelled, and a cancelled
         // window still hands over every host it started.
         let sink = EventQueue<WindowEvent>()
-        let inFlight = InFlight(transport: origin.transport)
+        let inFlight = InFlight()
         var position = 0
         var admitted = 0
         var exhausted = false
@@ -66,12 +66,12 @@ public struct RouteFetcher: Sendable {
             let order = position
             position += 1
             admitted += 1
-            if let request = firstRequest(unit) {
+            if let (request, transport) = firstRequest(unit) {
                 let started = ContinuousClock.now
-                let ticket = origin.transport.start(request) { result in
+                let ticket = transport.start(request) { result in
                     sink.push(.answered(order, unit, (result, AASAFetcher.milliseconds(ContinuousClock.now - started))))
                 }
-                inFlight.add(order, .transfer(ticket))
+                inFlight.add(order, .transfer(ticket, transport))
             } else {
                 inFlight.add(order, .task(Task { sink.push(.fetched(order, await self.fetch(unit, startOrder: order))) }))
             }
@@ -110,13 +110,13 @@ public struct RouteFetcher: Sendable {
         case fetched(Int, FetchedHost)
     }
 
-    /// The first request of a unit that the window starts without a task; `nil` for a
-    /// `--route both` unit.
-    private func firstRequest(_ unit: RunFetch) -> TransferRequest? {
+    /// The first request of a unit that the window starts without a task, and the transport of
+    /// its route (`refresh` has a client of its own for the CDN); `nil` for a `--route both` unit.
+    private func firstRequest(_ unit: RunFetch) -> (TransferRequest, any HTTPTransferring)? {
         guard unit.comparison == nil else { return nil }
         switch unit.planned.route {
-        case .origin: return origin.firstRequest(host: unit.planned.host, conditional: unit.conditional)
-        case .cdn: return cdn.firstRequest(host: unit.planned.host, conditional: unit.conditional)
+        case .origin: return (origin.firstRequest(host: unit.planned.host, conditional: unit.conditional), origin.transport)
+        case .cdn: return (cdn.firstRequest(host: unit.planned.host, conditional: unit.conditional), cdn.fetcher.transport)
         }
     }
 
@@ -214,16 +214,11 @@ public struct FetchedHost: Sendable {
 /// its ticket, a host that needs more than one request by its task.
 private final class InFlight: Sendable {
     enum Work: Sendable {
-        case transfer(TransferTicket)
+        case transfer(TransferTicket, any HTTPTransferring)
         case task(Task<Void, Never>)
     }
 
-    private let transport: any HTTPTransferring
     private let state = Mutex<(work: [Int: Work], cancelled: Bool)>(([:], false))
-
-    init(transport: any HTTPTransferring) {
-        self.transport = transport
-    }
 
     /// Adds a host's work; cancels it at once when the window is cancelled already.
     func add(_ order: Int, _ work: Work) {
@@ -251,7 +246,7 @@ private final class InFlight: Sendable {
 
     private func cancel(_ work: Work) {
         switch work {
-        case .transfer(let ticket): transport.cancel(ticket)
+        case .transfer(let ticket, let transport): transport.cancel(ticket)
         case .task(let task): task.cancel()
         }
     }
