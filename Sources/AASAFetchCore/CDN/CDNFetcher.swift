@@ -120,7 +120,7 @@ public struct CDNFetcher: Sendable {
                           fix: "the CDN starts serving a domain within about 24 hours after an app listing it is installed; until then test with ?mode=developer")
         }
         if status == 404, headers.failureReason != nil {
-            let origin = headers.from ?? "https://\(host)\(AASAFetcher.wellKnownPath)"
+            let origin = headers.from ?? AASAFetcher.wellKnownURL(host)
             var message = "Apple's CDN could not get the file from \(origin): \(headers.logLine ?? "")"
             if let tryDirect = headers.tryDirect { message += " (Apple-Try-Direct: \(tryDirect))" }
             message += "; \(headers.cacheSummary)"

@@ -109,7 +109,7 @@ public struct Diagnoser: Sendable {
             }
             if effectiveRoute == .cdn, let cdn = diagnosis.cdn, cdn.code == "cdn-origin-failure",
                cdn.headers?.swcError == "SWCERR00101" {
-                userAgentURL = "https://\(host)\(AASAFetcher.wellKnownPath)"
+                userAgentURL = AASAFetcher.wellKnownURL(host)
             }
             if let userAgentURL {
                 await userAgentStep(url: userAgentURL, mattering: matteringAgent, diagnoser: diagnoser)

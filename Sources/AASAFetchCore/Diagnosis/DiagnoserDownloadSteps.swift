@@ -12,7 +12,7 @@ extension Diagnoser.Walk {
         fetchOptions.userAgent = userAgent
         fetchOptions.collectCertificates = true
         var fetcher = AASAFetcher(transport: diagnoser.transport, options: fetchOptions)
-        let wellKnown = "https://\(host)\(AASAFetcher.wellKnownPath)"
+        let wellKnown = AASAFetcher.wellKnownURL(host)
         var attempts: [FetchAttempt] = []
         var outcome = await fetcher.fetchWithRetries(url: wellKnown, attempts: &attempts)
         var tlsStep: DiagnosisStep?
