@@ -342,6 +342,61 @@ struct RunLogicTests {
         #expect(results.prefix(started).allSatisfy { $0.attempts.map(\.code) == ["cancelled"] }, "the started hosts were handed over")
     }
 
+    /// A transport that answers every request after a short pause and keeps the most requests
+    /// it ever had under way at once.
+    final class CountingTransport: HTTPTransferring {
+        private let counts = Mutex((now: 0, most: 0, total: 0))
+
+        var most: Int { counts.withLock { $0.most } }
+        var total: Int { counts.withLock { $0.total } }
+
+        func perform(_ request: TransferRequest) async throws(TransferFailure) -> TransferResponse {
+            counts.withLock { counts in
+                counts.now += 1
+                counts.total += 1
+                counts.most = max(counts.most, counts.now)
+            }
+            try? await Task.sleep(for: .milliseconds(2))
+            counts.withLock { $0.now -= 1 }
+            return TransferResponse(status: 200, headers: [(name: "Content-Type", value: "application/json")],
+                                    body: Array(RunLogicTests.good.utf8), url: request.url)
+        }
+    }
+
+    /// Every CDN request rides on one HTTP/2 connection: however high the concurrency, the window
+    /// has at most ``CDNFetcher/maxStreams`` CDN hosts (or `--route both` hosts) under way, and
+    /// still fetches every host once; origin hosts are held to the concurrency alone.
+    @Test(arguments: [false, true])
+    func theWindowKeepsCDNHostsWithinOneConnectionsStreams(both: Bool) async {
+        var options = Self.options
+        options.concurrency = 400
+        let count = 3 * CDNFetcher.maxStreams
+        let cdnTransport = CountingTransport()
+        let originTransport = CountingTransport()
+        let fetcher = RouteFetcher(origin: AASAFetcher(transport: originTransport, options: options),
+                                   cdn: CDNFetcher(transport: cdnTransport, options: options, base: Self.cdnBase))
+        var handed: [Int] = []
+        var position = 0
+        await fetcher.fetchEach(next: { () -> RunFetch? in
+            guard position < count else { return nil }
+            defer { position += 1 }
+            let host = "h\(position).test"
+            return both
+                ? RunFetch(planned: PlannedFetch(host: host, route: .origin, tier: 0, entryIndexes: []),
+                           comparison: PlannedFetch(host: host, route: .cdn, tier: 0, entryIndexes: []))
+                : RunFetch(planned: PlannedFetch(host: host, route: .cdn, tier: 0, entryIndexes: []))
+        }, handle: { fetched in
+            handed.append(fetched.result.startOrder)
+        })
+        #expect(handed.sorted() == Array(0..<count), "every host handed over once")
+        #expect(cdnTransport.total == count)
+        #expect(cdnTransport.most == CDNFetcher.maxStreams, "at most (and, with enough hosts, exactly) one connection's streams")
+
+        let origin = await fetcher.fetchAll((0..<count).map { PlannedFetch(host: "o\($0).test", route: .origin, tier: 0, entryIndexes: []) })
+        #expect(origin.count == count)
+        #expect(originTransport.most > CDNFetcher.maxStreams, "the origin route is not held to the CDN's streams")
+    }
+
     // MARK: - Which step the diagnosis blames
 
     static let address = "93.184.215.14"

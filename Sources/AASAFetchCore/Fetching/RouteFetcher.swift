@@ -40,7 +40,9 @@ public struct RouteFetcher: Sendable {
     /// The fetch stage of every run: pulls hosts one at a time from `next` (in start order, as
     /// slots free up; `nil` ends the input), fetches each over its route with at most
     /// ``AASAFetcher/admissionLimit(concurrency:)`` of the origin options' concurrency admitted at
-    /// once, and hands each host on to `handle` as it finishes, in completion order
+    /// once (and at most ``CDNFetcher/maxStreams`` of them using the CDN: a host waiting for a
+    /// stream holds back the hosts after it, so start order is kept), and hands each host on to
+    /// `handle` as it finishes, in completion order
     /// (``HostFetchResult/startOrder`` is the position in which `next` gave it). A plan in memory,
     /// a run spool's cursor and a refresh's claimed batch all feed it, so a route is fetched the
     /// same way everywhere. Keeps nothing once `handle` returns.
@@ -53,49 +55,66 @@ public struct RouteFetcher: Sendable {
         var position = 0
         var admitted = 0
         var exhausted = false
+        // Hosts under way that use the CDN, and the next host when it waits for a CDN stream.
+        var onCDN = 0
+        var held: RunFetch?
 
-        // Starts the next host, if any: its first request goes to the transport as a plain value
-        // (no task); a `--route both` host, whose two fetches run at once, gets a task.
+        // Starts hosts while the window has room: each first request goes to the transport as a
+        // plain value (no task); a `--route both` host, whose two fetches run at once, gets a task.
         func admit() {
             // A cancelled window starts nothing new; what runs finishes (cancelled) and is handed over.
-            guard !exhausted, !Task.isCancelled else { return }
-            guard let unit = next() else {
-                exhausted = true
-                return
-            }
-            let order = position
-            position += 1
-            admitted += 1
-            if let (request, transport) = firstRequest(unit) {
-                let started = ContinuousClock.now
-                let ticket = transport.start(request) { result in
-                    sink.push(.answered(order, unit, (result, AASAFetcher.milliseconds(ContinuousClock.now - started))))
+            while admitted < limit, !exhausted, !Task.isCancelled {
+                guard let unit = held ?? next() else {
+                    exhausted = true
+                    return
                 }
-                inFlight.add(order, .transfer(ticket, transport))
-            } else {
-                inFlight.add(order, .task(Task { sink.push(.fetched(order, await self.fetch(unit, startOrder: order))) }))
+                let viaCDN = Self.usesCDN(unit)
+                guard !viaCDN || onCDN < CDNFetcher.maxStreams else {
+                    held = unit
+                    return
+                }
+                held = nil
+                if viaCDN { onCDN += 1 }
+                let order = position
+                position += 1
+                admitted += 1
+                if let (request, transport) = firstRequest(unit) {
+                    let started = ContinuousClock.now
+                    let ticket = transport.start(request) { result in
+                        sink.push(.answered(order, unit, (result, AASAFetcher.milliseconds(ContinuousClock.now - started))))
+                    }
+                    inFlight.add(order, .transfer(ticket, transport))
+                } else {
+                    inFlight.add(order, .task(Task { sink.push(.fetched(order, unit, await self.fetch(unit, startOrder: order))) }))
+                }
             }
         }
 
         await withTaskCancellationHandler {
-            for _ in 0..<limit { admit() }
+            admit()
             while admitted > 0 {
                 let event = await sink.next()
                 let fetched: FetchedHost
+                let unit: RunFetch
                 switch event {
-                case .answered(let order, let unit, let answer):
+                case .answered(let order, let answeredUnit, let answer):
                     inFlight.remove(order)
-                    guard let settled = settle(unit, startOrder: order, answered: answer) else {
+                    guard let settled = settle(answeredUnit, startOrder: order, answered: answer) else {
                         // Another request is due (a retry, the legacy path…): the rest in a task.
-                        inFlight.add(order, .task(Task { sink.push(.fetched(order, await self.finish(unit, startOrder: order, answered: answer))) }))
+                        inFlight.add(order, .task(Task {
+                            sink.push(.fetched(order, answeredUnit, await self.finish(answeredUnit, startOrder: order, answered: answer)))
+                        }))
                         continue
                     }
                     fetched = settled
-                case .fetched(let order, let result):
+                    unit = answeredUnit
+                case .fetched(let order, let fetchedUnit, let result):
                     inFlight.remove(order)
                     fetched = result
+                    unit = fetchedUnit
                 }
                 admitted -= 1
+                if Self.usesCDN(unit) { onCDN -= 1 }
                 admit()
                 await handle(fetched)
             }
@@ -107,7 +126,12 @@ public struct RouteFetcher: Sendable {
     /// What the window hears from a host: the answer to its first request, or its whole result.
     private enum WindowEvent: Sendable {
         case answered(Int, RunFetch, AASAFetcher.Answer)
-        case fetched(Int, FetchedHost)
+        case fetched(Int, RunFetch, FetchedHost)
+    }
+
+    /// Whether a unit takes a stream of the CDN's connection (its own fetch, or its comparison).
+    private static func usesCDN(_ unit: RunFetch) -> Bool {
+        unit.planned.route == .cdn || unit.comparison?.route == .cdn
     }
 
     /// The first request of a unit that the window starts without a task, and the transport of
