@@ -89,8 +89,9 @@ public final class RunSpool: Sendable {
     public let prioritizer: DomainPrioritizer
     private let queue: DatabaseQueue
     /// Verdicts judged and not yet written: written ``verdictBatch`` at a time in one transaction,
-    /// and before anything reads verdicts back (a host's entries are judged once, so nothing
-    /// reads a pending verdict before that).
+    /// and before anything reads verdicts back (each entry is judged once, so the judge never
+    /// needs a pending verdict: the second download of a host split over two routes, `--route
+    /// cdn`, reads the first one's entries with the host's but neither judges nor writes them).
     private let pendingVerdicts = Mutex<[PendingVerdict]>([])
     /// Verdicts written per transaction.
     static let verdictBatch = 512
