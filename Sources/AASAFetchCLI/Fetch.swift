@@ -40,7 +40,7 @@ extension AASAFetchCommand {
 
         func run() async throws {
             let console = Console.standard
-            if input.domainsFile != nil, routing.route == .origin {
+            if input.domainsFile != nil {
                 try await runSpooled(console: console)
                 return
             }
@@ -56,10 +56,10 @@ extension AASAFetchCommand {
             }
         }
 
-        /// A `--domains` run on the origin route through a ``RunSpool``: the list is read line by
-        /// line into a temporary database, hosts are registered, fetched, judged and printed a page
-        /// at a time, and the entries section is read back from it; the spool is deleted at the end,
-        /// on failure and on SIGINT/SIGTERM.
+        /// A `--domains` run (every route) through a ``RunSpool``: the list is read line by line
+        /// into a temporary database, hosts are registered, fetched, judged and printed a page at a
+        /// time, and the entries section is read back from it; the spool is deleted at the end, on
+        /// failure and on SIGINT/SIGTERM.
         private func runSpooled(console: Console) async throws {
             let region = input.effectiveRegion
             let spool: RunSpool
@@ -77,12 +77,12 @@ extension AASAFetchCommand {
             let source: SpoolSource
             do {
                 settled = try input.loadSpooled(into: spool)
-                source = try SpoolSource(spool: spool)
+                source = try SpoolSource(spool: spool, route: routing.route)
             } catch {
                 throw CommandFailure(spool: error)
             }
             try await runStreaming(source: source, settled: settled, region: region, console: console) { store, now throws(CommandFailure) in
-                try await StoreSession.registerInChunks(spool: spool, appIDs: settled.appIDs, in: store, now: now)
+                try await StoreSession.registerInChunks(spool: spool, route: routing.route, appIDs: settled.appIDs, in: store, now: now)
             }
         }
 

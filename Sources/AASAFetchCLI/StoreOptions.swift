@@ -116,8 +116,12 @@ enum StoreSession {
     }
 
     /// ``registerInChunks(plan:appIDs:in:now:chunk:)`` from a run spool: `chunk` hosts at a time
-    /// in start order, each with the entries that need it, so the list is never held whole.
-    static func registerInChunks(spool: RunSpool, appIDs: [String], in store: any AssociationStore, now: Date, chunk: Int = 1000) async throws(CommandFailure) {
+    /// in start order, each with the entries that need it, so the list is never held whole. Hosts
+    /// are keyed by the route they are fetched on, as ``RoutedRun/split(_:route:)`` plans them:
+    /// with `cdn`, a host's entries without a mode on (host, cdn) and its `?mode=` entries on
+    /// (host, origin); with `origin` and `both`, every entry on (host, origin).
+    static func registerInChunks(spool: RunSpool, route: RouteChoice, appIDs: [String], in store: any AssociationStore, now: Date,
+                                 chunk: Int = 1000) async throws(CommandFailure) {
         var cursor = spool.hostCursor(pageSize: chunk)
         while true {
             var hosts: [HostRegistration] = []
@@ -126,12 +130,18 @@ enum StoreSession {
                 let page = try cursor.nextPage()
                 if page.isEmpty { return }
                 for host in page {
-                    hosts.append(HostRegistration(key: HostKey(host: host.host, route: .origin), tier: host.tier))
-                    for verdict in try spool.verdicts(of: host.host) {
-                        let entry = verdict.entry
-                        guard let service = entry.service, let name = entry.normalized ?? entry.raw else { continue }
-                        for appID in appIDs.isEmpty ? [""] : appIDs {
-                            needs.append(EntryNeed(entry: name, service: service, host: host.host, route: .origin, appID: appID))
+                    let fetches: [(Route, RunSpool.HostEntries)] = switch route {
+                    case .origin, .both: [(.origin, .all)]
+                    case .cdn: (host.servesPlain ? [(.cdn, .plain)] : []) + (host.servesModes ? [(.origin, .moded)] : [])
+                    }
+                    for (route, selection) in fetches {
+                        hosts.append(HostRegistration(key: HostKey(host: host.host, route: route), tier: host.tier))
+                        for verdict in try spool.verdicts(of: host.host, selection) {
+                            let entry = verdict.entry
+                            guard let service = entry.service, let name = entry.normalized ?? entry.raw else { continue }
+                            for appID in appIDs.isEmpty ? [""] : appIDs {
+                                needs.append(EntryNeed(entry: name, service: service, host: host.host, route: route, appID: appID))
+                            }
                         }
                     }
                 }

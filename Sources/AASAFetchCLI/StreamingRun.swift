@@ -4,8 +4,8 @@ import Foundation
 /// The fetch run (every route) without holding results: each host is fetched by the one fetch
 /// stage (``RouteFetcher/fetchEach(next:handle:)``), judged, printed (human or JSON) and recorded
 /// in the store (in batches) as soon as it and every host planned before it are done. With a
-/// ``PlanSource`` the entries and plan are in memory; with a ``SpoolSource`` (a `--domains` list)
-/// they stay in the run spool, so memory does not grow with the number of hosts. With
+/// ``PlanSource`` the entries and plan are in memory; with a ``SpoolSource`` (a `--domains` list,
+/// on every route) they stay in the run spool, so memory does not grow with the number of hosts. With
 /// `--route both` a host's two answers travel together (``FetchedHost``) until it is judged.
 struct StreamingRun {
     let source: any RunSource
@@ -246,36 +246,76 @@ final class PlanSource: RunSource {
     func counts() -> EntryCounts { EntryCounts(verdicts) }
 }
 
-/// A run's entries, hosts and verdicts in a ``RunSpool`` (`--domains` lists of any length): hosts
-/// are read a page at a time as the window admits them, and each host's entries are loaded,
-/// judged and written back when its result comes.
+/// A run's entries, hosts and verdicts in a ``RunSpool`` (`--domains` lists of any length, every
+/// route): hosts are read a page at a time as the window admits them, and each host's entries are
+/// loaded, judged and written back when its result comes. The downloads are those of
+/// ``RoutedRun/split(_:route:)`` and ``PlanSource``, in the same order: with `cdn`, a host's
+/// entries without a mode through the CDN, then its `?mode=` entries from the origin (one or two
+/// downloads); with `both`, each host from the origin with its CDN download alongside when it has
+/// entries without a mode.
 final class SpoolSource: RunSource {
     let spool: RunSpool
+    let route: RouteChoice
     let entryCount: Int
     let hostCount: Int
     let longestHost: Int?
-    var labelsCDN: Bool { false }
+    var labelsCDN: Bool { route == .cdn }
     /// Hosts read per query.
     static let pageSize = 1000
-    /// The tiers of hosts admitted and not yet judged, by start position (bounded by the window
-    /// and the results waiting for an earlier host).
-    private var tiers: [Int: Int] = [:]
 
-    init(spool: RunSpool) throws(SpoolError) {
+    /// A download admitted and not yet judged: its host's tier and the entries it serves.
+    private struct Admitted {
+        var tier: Int
+        var entries: RunSpool.HostEntries
+    }
+
+    /// The downloads admitted and not yet judged, by start position (bounded by the window and
+    /// the results waiting for an earlier host).
+    private var admitted: [Int: Admitted] = [:]
+
+    init(spool: RunSpool, route: RouteChoice = .origin) throws(SpoolError) {
         self.spool = spool
-        (entryCount, hostCount, longestHost) = try spool.sizes()
+        self.route = route
+        let sizes = try spool.sizes(route: route)
+        entryCount = sizes.entries
+        hostCount = sizes.fetches
+        longestHost = sizes.longestHost
+    }
+
+    /// The downloads of one host on the source's route, in start order.
+    private func units(of host: RunSpool.SpooledHost) -> [(RunFetch, RunSpool.HostEntries)] {
+        func planned(_ route: Route) -> PlannedFetch {
+            PlannedFetch(host: host.host, route: route, tier: host.tier, entryIndexes: [])
+        }
+        switch route {
+        case .origin:
+            return [(RunFetch(planned: planned(.origin)), .all)]
+        case .cdn:
+            var units: [(RunFetch, RunSpool.HostEntries)] = []
+            if host.servesPlain { units.append((RunFetch(planned: planned(.cdn)), .plain)) }
+            if host.servesModes { units.append((RunFetch(planned: planned(.origin)), .moded)) }
+            return units
+        case .both:
+            return [(RunFetch(planned: planned(.origin), comparison: host.servesPlain ? planned(.cdn) : nil), .all)]
+        }
     }
 
     func fetchEach(with fetcher: RouteFetcher, handle: (FetchedHost) async -> Void) async throws {
         var cursor = spool.hostCursor(pageSize: Self.pageSize)
         var position = 0
+        // The downloads of the host read last that are not admitted yet (at most one: `cdn`'s origin side).
+        var queued: [(RunFetch, RunSpool.HostEntries)] = []
         var failure: (any Error)?
         await fetcher.fetchEach(next: { () -> RunFetch? in
             do {
-                guard let host = try cursor.next() else { return nil }
-                tiers[position] = host.tier
+                while queued.isEmpty {
+                    guard let host = try cursor.next() else { return nil }
+                    queued = units(of: host)
+                }
+                let (unit, entries) = queued.removeFirst()
+                admitted[position] = Admitted(tier: unit.planned.tier, entries: entries)
                 position += 1
-                return RunFetch(planned: PlannedFetch(host: host.host, route: .origin, tier: host.tier, entryIndexes: []))
+                return unit
             } catch {
                 failure = error
                 return nil
@@ -286,10 +326,10 @@ final class SpoolSource: RunSource {
 
     func judge(_ fetched: FetchedHost, appIDs: [String]) throws -> DomainReport {
         let result = fetched.result
-        guard let tier = tiers.removeValue(forKey: result.startOrder) else {
+        guard let unit = admitted.removeValue(forKey: result.startOrder) else {
             throw SpoolError("no host admitted at position \(result.startOrder)")
         }
-        return try spool.judge(result, tier: tier, appIDs: appIDs)
+        return try spool.judge(result, tier: unit.tier, entries: unit.entries, comparison: fetched.comparison, appIDs: appIDs)
     }
 
     func forEachVerdict(_ selection: VerdictSelection, _ body: (EntryVerdict) throws -> Void) throws {

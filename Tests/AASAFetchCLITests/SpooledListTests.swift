@@ -126,15 +126,17 @@ struct SpooledListTests {
         func leftovers() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: tmp.path) }
         let base = ["--app-id", Self.appID, "--quiet", "--connect-to", "::127.0.0.1:9", "--connect-timeout", "1", "--retry-delays", ""]
 
-        // Not UTF-8: the line is named; the in-memory reading (`--route cdn`) fails the same way (code and exit status).
+        // Not UTF-8: the line is named, on every route; the in-memory reading (`plan`) fails the same way (code and exit status).
         let latin1 = work.appendingPathComponent("latin1.txt")
         try Data(Array("good.example.com\n".utf8) + [0x62, 0xFC, 0x63, 0x68, 0x65, 0x72, 0x2E, 0x64, 0x65, 0x0A]).write(to: latin1)
-        let invalid = try ToolRunner.run(base + ["--domains", latin1.path], environment: ["TMPDIR": tmp.path])
-        #expect(invalid.status == 2)
-        #expect(invalid.stderr.contains("domains-unreadable") && invalid.stderr.contains("line 2 is not valid UTF-8"), "\(invalid.stderr)")
-        #expect(invalid.stdout.isEmpty)
-        #expect(try leftovers().isEmpty)
-        let invalidInMemory = try ToolRunner.run(base + ["--route", "cdn", "--domains", latin1.path])
+        for route in ["origin", "cdn", "both"] {
+            let invalid = try ToolRunner.run(base + ["--route", route, "--domains", latin1.path], environment: ["TMPDIR": tmp.path])
+            #expect(invalid.status == 2, "\(route)")
+            #expect(invalid.stderr.contains("domains-unreadable") && invalid.stderr.contains("line 2 is not valid UTF-8"), "\(route): \(invalid.stderr)")
+            #expect(invalid.stdout.isEmpty)
+            #expect(try leftovers().isEmpty, "\(route)")
+        }
+        let invalidInMemory = try ToolRunner.run(["plan", "--domains", latin1.path])
         #expect(invalidInMemory.status == 2)
         #expect(invalidInMemory.stderr.contains("domains-unreadable"))
 
@@ -169,8 +171,8 @@ struct SpooledListTests {
     }
 
     /// A line over 64 KiB (a file without line ends, `/dev/zero` among them) stops the run with
-    /// `domains-line-too-long` naming the line, exit 2, in bounded memory, and removes the spool;
-    /// the in-memory reading (`--route cdn`) and `plan` read the list through the same reader.
+    /// `domains-line-too-long` naming the line, exit 2, in bounded memory, and removes the spool
+    /// (`--route cdn` spools too); the in-memory reading (`plan`) reads the list through the same reader.
     @Test func overlongLineStopsTheRunAndRemovesTheSpool() throws {
         let work = try Self.folder("spool-long-line")
         defer { try? FileManager.default.removeItem(at: work) }
@@ -187,28 +189,32 @@ struct SpooledListTests {
             #expect(spooled.stdout.isEmpty)
             #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "spool left behind")
             for arguments in [base + ["--route", "cdn"], ["plan"]] {
-                let result = try ToolRunner.run(arguments + ["--domains", path], timeout: .seconds(60))
+                let result = try ToolRunner.run(arguments + ["--domains", path], environment: ["TMPDIR": tmp.path], timeout: .seconds(60))
                 #expect(result.status == 2, "\(arguments) \(path): \(result.stderr)")
                 #expect(result.stderr.contains("domains-line-too-long"), "\(arguments) \(path): \(result.stderr)")
+                #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "\(arguments): spool left behind")
             }
         }
     }
 
-    /// SIGTERM in the middle of the downloads: the spool is deleted and the process ends as the signal would end it.
-    @Test func interruptedRunRemovesTheSpool() async throws {
+    /// SIGTERM in the middle of the downloads: the spool is deleted and the process ends as the
+    /// signal would end it, on every route (the `?mode=developer` entry is fetched from the origin
+    /// on each, so no request goes to Apple's CDN).
+    @Test(arguments: ["origin", "cdn", "both"])
+    func interruptedRunRemovesTheSpool(route: String) async throws {
         let ca = try TestCA.shared()
         let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
         defer { server.stop() }
         let work = try Self.folder("spool-signal")
         defer { try? FileManager.default.removeItem(at: work) }
         let list = work.appendingPathComponent("list.txt")
-        try Data("slow.example.com\n".utf8).write(to: list)
+        try Data((route == "origin" ? "slow.example.com\n" : "applinks:slow.example.com?mode=developer\n").utf8).write(to: list)
         let tmp = work.appendingPathComponent("tmp")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
-        process.arguments = ["--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
+        process.arguments = ["--route", route, "--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
                              "--allow-private", "--max-time", "60", "--retry-delays", "", "--app-id", Self.appID]
         process.environment = ChildProcess.inheritedEnvironment.merging(["TMPDIR": tmp.path, "NO_COLOR": "1"]) { _, new in new }
         process.standardInput = FileHandle.nullDevice

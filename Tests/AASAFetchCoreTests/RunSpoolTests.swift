@@ -98,6 +98,84 @@ struct RunSpoolTests {
         }
     }
 
+    /// `--route cdn|both` through the spool: the downloads, records, verdicts and counts of the
+    /// in-memory run (``RoutedRun/split(_:route:)``, judged as the CLI's `PlanSource` judges).
+    /// Hosts with entries with and without a mode (split over two routes with `cdn`), a host with
+    /// `?mode=` entries only, duplicates, wildcards and unfetchable entries.
+    @Test(arguments: [RouteChoice.cdn, .both])
+    func routedJudgingMatchesTheSplitPlan(route: RouteChoice) throws {
+        let strings = Self.strings + ["applinks:only.example.org?mode=managed", "webcredentials:shop.example.de?mode=developer+managed",
+                                      "applinks:only.example.org?mode=developer", "applinks:shop.example.de?mode=developer+managed"]
+        let prioritizer = DomainPrioritizer(region: "DE")
+        let entries = EntryParser(definitions: Self.definitions).parse(strings)
+        let (routed, comparison) = RoutedRun.split(FetchPlan(entries: entries, prioritizer: prioritizer), route: route)
+        #expect(route == .both || routed.fetches.contains { $0.route == .origin } && routed.fetches.contains { $0.route == .cdn })
+        let listed = try AASADecoder.decodeDocument(Array(#"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[]}]}}"#.utf8))
+        let other = try AASADecoder.decodeDocument(Array(#"{"applinks":{"details":[{"appIDs":["ZZZZZ12345.com.other"],"components":[]}]}}"#.utf8))
+        func result(_ host: String, _ route: Route, _ position: Int) -> HostFetchResult {
+            let url = route == .cdn ? "https://cdn.test/a/v1/\(host)" : "https://\(host)/x"
+            return switch (position + (route == .cdn ? 1 : 0)) % 3 {
+            case 0: HostFetchResult(host: host, route: route, url: url, code: "ok", reason: "fetched", httpStatus: 200, document: listed, startOrder: position)
+            case 1: HostFetchResult(host: host, route: route, url: url, code: "http-404", reason: "404",
+                                    findings: [.error("http-404", "not found")], startOrder: position)
+            default: HostFetchResult(host: host, route: route, url: url, code: "ok", reason: "fetched", httpStatus: 200, document: other, startOrder: position)
+            }
+        }
+
+        for appIDs in [[Self.appID], []] {
+            // The in-memory run: PlanSource's judge.
+            var verdicts = entries.map(EntryVerdict.init(parsed:))
+            var comparisonVerdicts = verdicts
+            var expected: [DomainReport] = []
+            for (position, fetch) in routed.fetches.enumerated() {
+                var domain = AssociationJudge.judgeHost(fetch, result: result(fetch.host, fetch.route, position), verdicts: &verdicts, appIDs: appIDs)
+                RoutedRun.attachCDNRecord(to: &domain, result: result(fetch.host, fetch.route, position))
+                if let compared = comparison.first(where: { $0.host == fetch.host }) {
+                    let cdnResult = result(fetch.host, .cdn, position)
+                    let cdnDomain = AssociationJudge.judgeHost(compared, result: cdnResult, verdicts: &comparisonVerdicts, appIDs: appIDs)
+                    RoutedRun.attachComparison(to: &domain, origin: result(fetch.host, fetch.route, position), cdnDomain: cdnDomain, cdnResult: cdnResult)
+                }
+                expected.append(domain)
+            }
+
+            // The spool: its hosts expanded into the route's downloads, as the CLI's SpoolSource does.
+            let spool = try RunSpool(prioritizer: prioritizer)
+            defer { spool.remove() }
+            try spool.append(definitions: Self.definitions) { add in for string in strings { try add(string) } }
+            #expect(try spool.sizes(route: route).fetches == routed.fetches.count)
+            #expect(try spool.sizes(route: .origin).fetches == spool.sizes().hosts)
+            var cursor = spool.hostCursor(pageSize: 3)
+            var units: [(host: RunSpool.SpooledHost, route: Route, entries: RunSpool.HostEntries, compared: Bool)] = []
+            while let host = try cursor.next() {
+                if route == .both {
+                    units.append((host, .origin, .all, host.servesPlain))
+                } else {
+                    if host.servesPlain { units.append((host, .cdn, .plain, false)) }
+                    if host.servesModes { units.append((host, .origin, .moded, false)) }
+                }
+            }
+            #expect(units.map { "\($0.host.host) \($0.route) \($0.host.tier)" } == routed.fetches.map { "\($0.host) \($0.route) \($0.tier)" })
+            #expect(units.filter(\.compared).map(\.host.host) == comparison.map(\.host))
+            for (position, unit) in units.enumerated() {
+                let domain = try spool.judge(result(unit.host.host, unit.route, position), tier: unit.host.tier, entries: unit.entries,
+                                             comparison: unit.compared ? result(unit.host.host, .cdn, position) : nil, appIDs: appIDs)
+                #expect(try Self.json(domain) == Self.json(expected[position]), "\(unit.host.host) \(unit.route)")
+            }
+            // (Read only now: a read writes the pending verdicts first, which would hide a split
+            // host's second download writing back stale verdicts of the first one's entries.)
+            for (position, unit) in units.enumerated() {
+                let served = try spool.verdicts(of: unit.host.host, unit.entries).map(\.entry)
+                #expect(served == routed.fetches[position].entryIndexes.map { entries[$0] })
+            }
+            #expect(expected.contains { $0.cdn != nil })
+            #expect(route == .cdn || expected.contains { $0.findings.contains { $0.code == "cdn-stale" } })
+            var spooled: [EntryVerdict] = []
+            try spool.forEachVerdict(.all) { spooled.append($0) }
+            #expect(spooled == verdicts)
+            #expect(try spool.counts() == EntryCounts(verdicts))
+        }
+    }
+
     @Test func removeDeletesTheFolder() throws {
         let parent = FileManager.default.temporaryDirectory.appendingPathComponent("spool-parent-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)

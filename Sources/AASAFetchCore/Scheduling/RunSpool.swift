@@ -71,9 +71,11 @@ public enum VerdictSelection: Sendable {
 ///
 /// Pass 1 (``append(definitions:_:)``) parses each entry as it is read with the rules of
 /// ``EntryParser/parse(_:)`` (duplicates found through an index, not a dictionary) and keeps every
-/// distinct host once with its priority tier and first appearance. ``hostCursor(pageSize:)`` gives
-/// the hosts in start order (tier, then first appearance: ``FetchPlan``'s order) a page at a time;
-/// ``judge(_:appIDs:)`` judges one result against its entries and writes their verdicts back;
+/// distinct host once with its priority tier, first appearance and whether it serves entries
+/// without and with a mode (what ``RoutedRun/split(_:route:)`` splits `--route cdn` by).
+/// ``hostCursor(pageSize:)`` gives the hosts in start order (tier, then first appearance:
+/// ``FetchPlan``'s order) a page at a time; ``judge(_:tier:entries:comparison:appIDs:)`` judges
+/// one result (with `--route both`, the pair) against its entries and writes their verdicts back;
 /// ``forEachVerdict(_:_:)`` and ``counts()`` read the verdicts at the end.
 ///
 /// The database lives in its own folder under `parent` (the system's temporary folder, `TMPDIR`),
@@ -87,8 +89,9 @@ public final class RunSpool: Sendable {
     public let prioritizer: DomainPrioritizer
     private let queue: DatabaseQueue
     /// Verdicts judged and not yet written: written ``verdictBatch`` at a time in one transaction,
-    /// and before anything reads verdicts back (a host's entries are judged once, so nothing
-    /// reads a pending verdict before that).
+    /// and before anything reads verdicts back (each entry is judged once, so the judge never
+    /// needs a pending verdict: the second download of a host split over two routes, `--route
+    /// cdn`, reads the first one's entries with the host's but neither judges nor writes them).
     private let pendingVerdicts = Mutex<[PendingVerdict]>([])
     /// Verdicts written per transaction.
     static let verdictBatch = 512
@@ -144,7 +147,13 @@ public final class RunSpool: Sendable {
                         line INTEGER
                     );
                     CREATE INDEX entries_host ON entries(host, position) WHERE host IS NOT NULL;
-                    CREATE TABLE hosts (host TEXT PRIMARY KEY, tier INTEGER NOT NULL, ordinal INTEGER NOT NULL) WITHOUT ROWID;
+                    CREATE TABLE hosts (
+                        host TEXT PRIMARY KEY,
+                        tier INTEGER NOT NULL,
+                        ordinal INTEGER NOT NULL,
+                        plain INTEGER NOT NULL,
+                        moded INTEGER NOT NULL
+                    ) WITHOUT ROWID;
                     CREATE INDEX hosts_order ON hosts(tier, ordinal);
                     CREATE TABLE seen (normalized TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
                     """)
@@ -187,7 +196,13 @@ public final class RunSpool: Sendable {
                                              associated, code, findings, own_findings, entitlement_warnings, line)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """)
-                    let insertHost = try db.makeStatement(sql: "INSERT OR IGNORE INTO hosts (host, tier, ordinal) VALUES (?, ?, ?)")
+                    // A host seen again keeps its tier and first appearance; it only learns that it
+                    // serves entries with or without a mode too (the row is written only then).
+                    let insertHost = try db.makeStatement(sql: """
+                        INSERT INTO hosts (host, tier, ordinal, plain, moded) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (host) DO UPDATE SET plain = max(plain, excluded.plain), moded = max(moded, excluded.moded)
+                        WHERE excluded.plain > hosts.plain OR excluded.moded > hosts.moded
+                        """)
                     let insertSeen = try db.makeStatement(sql: "INSERT OR IGNORE INTO seen (normalized, position) VALUES (?, ?)")
                     let firstSeen = try db.makeStatement(sql: "SELECT position FROM seen WHERE normalized = ?")
                     try produce { string, line in
@@ -207,7 +222,8 @@ public final class RunSpool: Sendable {
                             Self.ownFindings(verdict.findings), Self.entitlementWarnings(verdict.findings), line,
                         ])
                         if let host = entry.host {
-                            try insertHost.execute(arguments: [host, prioritizer.tier(of: host), position])
+                            let moded = entry.mode != nil
+                            try insertHost.execute(arguments: [host, prioritizer.tier(of: host), position, !moded, moded])
                         }
                         position += 1
                     }
@@ -219,13 +235,18 @@ public final class RunSpool: Sendable {
         }
     }
 
-    /// How many entries and hosts the spool holds, and the longest host's length.
-    public func sizes() throws(SpoolError) -> (entries: Int, hosts: Int, longestHost: Int?) {
+    /// How many entries and hosts the spool holds, how many downloads `route` makes of those hosts
+    /// (``RoutedRun/split(_:route:)``: with `cdn`, a host serving entries with and without a mode
+    /// is fetched once per route; else once), and the longest host's length.
+    public func sizes(route: RouteChoice = .origin) throws(SpoolError) -> (entries: Int, hosts: Int, fetches: Int, longestHost: Int?) {
         try access { db in
             let entries = try Int.fetchOne(db, sql: "SELECT count(*) FROM entries") ?? 0
-            let hosts = try Int.fetchOne(db, sql: "SELECT count(*) FROM hosts") ?? 0
-            let longest = try Int.fetchOne(db, sql: "SELECT max(length(host)) FROM hosts")
-            return (entries, hosts, longest)
+            let row = try Row.fetchOne(db, sql: """
+                SELECT count(*) AS hosts, coalesce(sum(plain AND moded), 0) AS split, max(length(host)) AS longest FROM hosts
+                """)
+            let hosts: Int = row?["hosts"] ?? 0
+            let split: Int = row?["split"] ?? 0
+            return (entries, hosts, route == .cdn ? hosts + split : hosts, row?["longest"])
         }
     }
 
@@ -239,6 +260,10 @@ public final class RunSpool: Sendable {
         public var tier: Int
         /// First appearance (the position of the first entry that needs it).
         public var ordinal: Int
+        /// Whether it serves entries without a mode (the ones `--route cdn|both` fetch through the CDN).
+        public var servesPlain: Bool
+        /// Whether it serves `?mode=developer`/`managed` entries (always fetched from the origin).
+        public var servesModes: Bool
     }
 
     /// Reads the hosts in start order (tier, then first appearance) a page at a time.
@@ -287,33 +312,73 @@ public final class RunSpool: Sendable {
             let rows: [Row]
             if let last {
                 rows = try Row.fetchAll(db, sql: """
-                    SELECT host, tier, ordinal FROM hosts WHERE (tier, ordinal) > (?, ?) ORDER BY tier, ordinal LIMIT ?
+                    SELECT host, tier, ordinal, plain, moded FROM hosts WHERE (tier, ordinal) > (?, ?) ORDER BY tier, ordinal LIMIT ?
                     """, arguments: [last.tier, last.ordinal, limit])
             } else {
-                rows = try Row.fetchAll(db, sql: "SELECT host, tier, ordinal FROM hosts ORDER BY tier, ordinal LIMIT ?", arguments: [limit])
+                rows = try Row.fetchAll(db, sql: "SELECT host, tier, ordinal, plain, moded FROM hosts ORDER BY tier, ordinal LIMIT ?", arguments: [limit])
             }
-            return rows.map { SpooledHost(host: $0["host"], tier: $0["tier"], ordinal: $0["ordinal"]) }
+            return rows.map { SpooledHost(host: $0[0], tier: $0[1], ordinal: $0[2], servesPlain: $0[3], servesModes: $0[4]) }
+        }
+    }
+
+    /// Which of a host's entries one download serves (``RoutedRun/split(_:route:)``).
+    public enum HostEntries: Sendable, Hashable {
+        /// Every entry of the host (the origin route; the origin side of `--route both`).
+        case all
+        /// The entries without a mode (`--route cdn`'s CDN download).
+        case plain
+        /// The `?mode=…` entries (`--route cdn`'s origin download).
+        case moded
+
+        func includes(_ entry: AssociatedDomainEntry) -> Bool {
+            switch self {
+            case .all: true
+            case .plain: entry.mode == nil
+            case .moded: entry.mode != nil
+            }
         }
     }
 
     /// The entries a host serves, with their current verdicts, in entry order.
-    public func verdicts(of host: String) throws(SpoolError) -> [EntryVerdict] {
+    public func verdicts(of host: String, _ selection: HostEntries = .all) throws(SpoolError) -> [EntryVerdict] {
         try flushVerdicts()
-        return try access { db in try Self.verdicts(db, host: host) }
+        return try access { db in try Self.verdicts(db, host: host).filter { selection.includes($0.entry) } }
     }
 
     /// Judges one download (``AssociationJudge/judgeHost(_:result:verdicts:appIDs:)``) against the
-    /// entries its host serves; their verdicts are written back in batches (``flushVerdicts()``, before any read of them). Returns the host's record.
-    public func judge(_ result: HostFetchResult, tier: Int, appIDs: [String]) throws(SpoolError) -> DomainReport {
+    /// host's `entries` as the in-memory run's source does: the `cdn` sub-record of a CDN download
+    /// (``RoutedRun/attachCDNRecord(to:result:)``); with `comparison` (`--route both`), the CDN's
+    /// answer judged on a throwaway copy of the plain entries' verdicts, so only `result` decides
+    /// them, and compared with it (``RoutedRun/attachComparison(to:origin:cdnDomain:cdnResult:)``).
+    /// The judged verdicts (only those of `entries`: a host split over two routes is judged twice,
+    /// each of its entries once) are written back in batches (``flushVerdicts()``, before any read
+    /// of them). Returns the host's record.
+    public func judge(
+        _ result: HostFetchResult, tier: Int, entries selection: HostEntries = .all, comparison: HostFetchResult? = nil, appIDs: [String]
+    ) throws(SpoolError) -> DomainReport {
         let encoder = ReportJSONWriter(style: .compact)
         let (domain, judged) = try access { db in
             var verdicts = try Self.verdicts(db, host: result.host)
-            let planned = PlannedFetch(host: result.host, route: result.route, tier: tier, entryIndexes: Array(verdicts.indices))
-            let domain = AssociationJudge.judgeHost(planned, result: result, verdicts: &verdicts, appIDs: appIDs)
-            let judged = try verdicts.map { verdict in
-                PendingVerdict(position: verdict.entry.index, associated: verdict.associated, code: verdict.code,
-                               findings: try Self.encode(verdict.findings, encoder), ownFindings: Self.ownFindings(verdict.findings),
-                               entitlementWarnings: Self.entitlementWarnings(verdict.findings))
+            // Not judged yet (each entry is judged once): the verdicts the comparison starts from.
+            let unjudged = comparison == nil ? [] : verdicts
+            let indexes = verdicts.indices.filter { selection.includes(verdicts[$0].entry) }
+            let planned = PlannedFetch(host: result.host, route: result.route, tier: tier, entryIndexes: indexes)
+            var domain = AssociationJudge.judgeHost(planned, result: result, verdicts: &verdicts, appIDs: appIDs)
+            RoutedRun.attachCDNRecord(to: &domain, result: result)
+            if let comparison {
+                let viaCDN = unjudged.indices.filter { unjudged[$0].entry.mode == nil }
+                if !viaCDN.isEmpty {
+                    var throwaway = unjudged
+                    let cdnPlanned = PlannedFetch(host: result.host, route: .cdn, tier: tier, entryIndexes: viaCDN)
+                    let cdnDomain = AssociationJudge.judgeHost(cdnPlanned, result: comparison, verdicts: &throwaway, appIDs: appIDs)
+                    RoutedRun.attachComparison(to: &domain, origin: result, cdnDomain: cdnDomain, cdnResult: comparison)
+                }
+            }
+            let judged = try indexes.map { index in
+                let verdict = verdicts[index]
+                return PendingVerdict(position: verdict.entry.index, associated: verdict.associated, code: verdict.code,
+                                      findings: try Self.encode(verdict.findings, encoder), ownFindings: Self.ownFindings(verdict.findings),
+                                      entitlementWarnings: Self.entitlementWarnings(verdict.findings))
             }
             return (domain, judged)
         }
