@@ -160,7 +160,7 @@ struct InputOptions: ParsableArguments {
     /// a bare host means `applinks:HOST`.
     static func entryString(fromLine line: some StringProtocol) -> String? {
         let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        let trimmed = content.trimmingCharacters(in: .whitespaces)
+        let trimmed = EntryText.trimmed(content)
         guard !trimmed.isEmpty else { return nil }
         return bareHost(trimmed) ? "applinks:\(trimmed)" : trimmed
     }
@@ -168,8 +168,8 @@ struct InputOptions: ParsableArguments {
     /// Whether a `--domain` value or a list line is a bare host (no `service:` prefix), which
     /// means `applinks:HOST`.
     static func bareHost(_ text: some StringProtocol) -> Bool {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        return !trimmed.isEmpty && !trimmed.contains(":")
+        let trimmed = EntryText.trimmed(text)
+        return !trimmed.isEmpty && !trimmed.utf8.contains(UInt8(ascii: ":"))
     }
 
     /// The entry a `--domain` value names, and the note that says how a bare host was read.

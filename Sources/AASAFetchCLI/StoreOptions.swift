@@ -110,7 +110,7 @@ enum StoreSession {
         while start < plan.fetches.count {
             var part = plan
             part.fetches = Array(plan.fetches[start..<min(plan.fetches.count, start + chunk)])
-            _ = try await register(plan: part, appIDs: appIDs, in: store, now: now)
+            _ = try await register(plan: part, appIDs: appIDs, in: store, now: now, returningStates: false)
             start += chunk
         }
     }
@@ -129,15 +129,14 @@ enum StoreSession {
             do {
                 let page = try cursor.nextPage()
                 if page.isEmpty { return }
-                for host in page {
+                for (host, entries) in zip(page, try spool.entries(of: page)) {
                     let fetches: [(Route, RunSpool.HostEntries)] = switch route {
                     case .origin, .both: [(.origin, .all)]
                     case .cdn: (host.servesPlain ? [(.cdn, .plain)] : []) + (host.servesModes ? [(.origin, .moded)] : [])
                     }
                     for (route, selection) in fetches {
                         hosts.append(HostRegistration(key: HostKey(host: host.host, route: route), tier: host.tier))
-                        for verdict in try spool.verdicts(of: host.host, selection) {
-                            let entry = verdict.entry
+                        for entry in entries where selection.includes(entry) {
                             guard let service = entry.service, let name = entry.normalized ?? entry.raw else { continue }
                             for appID in appIDs.isEmpty ? [""] : appIDs {
                                 needs.append(EntryNeed(entry: name, service: service, host: host.host, route: route, appID: appID))
@@ -149,17 +148,18 @@ enum StoreSession {
                 throw CommandFailure(spool: error)
             }
             do {
-                _ = try await store.register(hosts: hosts, needs: needs, now: now)
+                _ = try await store.register(hosts: hosts, needs: needs, now: now, returningStates: false)
             } catch {
                 throw CommandFailure(storeCall: error)
             }
         }
     }
 
-    static func register(plan: FetchPlan, appIDs: [String], in store: any AssociationStore, now: Date) async throws(CommandFailure) -> [HostKey: HostState] {
+    static func register(plan: FetchPlan, appIDs: [String], in store: any AssociationStore, now: Date,
+                         returningStates: Bool = true) async throws(CommandFailure) -> [HostKey: HostState] {
         let (hosts, needs) = registrations(plan: plan, appIDs: appIDs)
         do {
-            return try await store.register(hosts: hosts, needs: needs, now: now)
+            return try await store.register(hosts: hosts, needs: needs, now: now, returningStates: returningStates)
         } catch {
             throw CommandFailure(storeCall: error)
         }

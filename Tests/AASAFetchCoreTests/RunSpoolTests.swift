@@ -49,6 +49,18 @@ struct RunSpoolTests {
         for fetch in plan.fetches {
             #expect(try spool.verdicts(of: fetch.host) == fetch.entryIndexes.map { EntryVerdict(parsed: entries[$0]) })
         }
+        // What registration reads, a page at a time: each host's entries without their findings.
+        let withoutFindings = plan.fetches.map { fetch in
+            fetch.entryIndexes.map { index in
+                var entry = entries[index]
+                entry.findings = []
+                entry.line = nil
+                return entry
+            }
+        }
+        #expect(try spool.entries(of: hosts) == withoutFindings)
+        #expect(try spool.entries(of: Array(hosts.suffix(2))) == Array(withoutFindings.suffix(2)))
+        #expect(try spool.entries(of: []) == [])
         let sizes = try spool.sizes()
         #expect(sizes.entries == entries.count)
         #expect(sizes.hosts == plan.fetches.count)
@@ -199,7 +211,8 @@ struct RunSpoolTests {
             Finding(code: "x", severity: .info, message: "", location: "", line: 0, column: -1, fix: ""),
         ]
         for list in [findings, [], [findings[1]]] {
-            for text in [try ReportJSONWriter(style: .compact).encode(list), Array(try JSONEncoder().encode(list))] {
+            // What the spool writes is JSON that Foundation reads as the same findings, too.
+            for text in [RunSpool.spoolBytes(list), try ReportJSONWriter(style: .compact).encode(list), Array(try JSONEncoder().encode(list))] {
                 let expected = try JSONDecoder().decode([Finding].self, from: Data(text))
                 #expect(expected == list)
                 #expect(RunSpool.parsedFindings(text) == expected)

@@ -223,6 +223,16 @@ enum StoreContract {
         #expect(try await store.allHosts().map(\.key.host) == ["example.com", "new.example"])
         #expect(try await store.needs(for: [key("example.com")])[key("example.com")]?.map(\.entry) == ["applinks:example.com", "applinks:*.example.com"])
         #expect(try await store.nextDue() == t0.addingTimeInterval(10))
+
+        // A run that records in batches registers without reading the states back; the hosts
+        // and needs are stored all the same.
+        let none = try await store.register(
+            hosts: [HostRegistration(key: key("third.example"), tier: 1)],
+            needs: [EntryNeed(entry: "applinks:third.example", service: .applinks, host: "third.example", appID: appID)],
+            now: t0.addingTimeInterval(20), returningStates: false)
+        #expect(none.isEmpty)
+        #expect(try await store.states(of: [key("third.example")])[key("third.example")]?.tier == 1)
+        #expect(try await store.needs(for: [key("third.example")])[key("third.example")]?.map(\.entry) == ["applinks:third.example"])
     }
 
     static func oddValues(_ fixture: ContractStore) async throws {

@@ -134,7 +134,7 @@ public struct EntryParser: Sendable {
             )
         }
 
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = EntryText.trimmed(text, newlines: true)
         if trimmed != text {
             entry.findings.append(.warning("entitlement-whitespace", "'\(text)' has surrounding white space; it was trimmed",
                                            location: location, fix: "write '\(trimmed)'"))
@@ -163,7 +163,7 @@ public struct EntryParser: Sendable {
             ))
         }
 
-        if rest.contains("://") || rest.lowercased().hasPrefix("http:") || rest.lowercased().hasPrefix("https:") {
+        if EntryText.contains(rest, ascii: "://") || EntryText.hasPrefix(rest, asciiIgnoringCase: "http:") || EntryText.hasPrefix(rest, asciiIgnoringCase: "https:") {
             let bare = rest.components(separatedBy: "://").last ?? rest
             return fail("entitlement-scheme", "'\(text)' includes a URL scheme; the entry names a domain only",
                         fix: "write '\(serviceName):\(bare.split(separator: "/").first.map(String.init) ?? bare)'")
@@ -192,7 +192,7 @@ public struct EntryParser: Sendable {
             ))
         }
 
-        if rest.contains("#") {
+        if rest.utf8.contains(UInt8(ascii: "#")) {
             return fail("entitlement-path", "'\(text)' has a fragment; the entry names a domain only",
                         fix: "write '\(serviceName):\(rest.split(separator: "#").first.map(String.init) ?? "")'")
         }
@@ -224,7 +224,7 @@ public struct EntryParser: Sendable {
             entry.isWildcard = true
             host.removeFirst(2)
         }
-        if host.contains("*") {
+        if host.utf8.contains(UInt8(ascii: "*")) {
             return fail("entitlement-wildcard-position", "'\(text)': a wildcard is allowed only as a leading '*.'",
                         fix: "write '\(serviceName):*.\(host.split(separator: ".").drop { $0.contains("*") }.joined(separator: "."))'")
         }
@@ -269,7 +269,7 @@ public struct EntryParser: Sendable {
                 fix: "write '\(written)'"
             ))
         }
-        if !ascii.contains(".") {
+        if !ascii.utf8.contains(UInt8(ascii: ".")) {
             entry.findings.append(.warning("entitlement-single-label", "'\(ascii)' is not a fully qualified domain name",
                                            location: location))
         }
@@ -280,6 +280,7 @@ public struct EntryParser: Sendable {
 
     /// Expands `$(NAME)` and `${NAME}`; fails with the first undefined name.
     private func expandVariables(_ text: String) -> Result<String, UnresolvedVariable> {
+        guard text.utf8.contains(UInt8(ascii: "$")) else { return .success(text) }
         var output = ""
         var index = text.startIndex
         while index < text.endIndex {

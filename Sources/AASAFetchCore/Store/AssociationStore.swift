@@ -12,8 +12,9 @@ public protocol AssociationStore: Sendable {
     var location: String { get }
 
     /// Adds hosts (kept as they are when already present, due at `now` when new) and the entries
-    /// and app IDs that need them, and returns the stored state of every registered host.
-    func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date) async throws -> [HostKey: HostState]
+    /// and app IDs that need them, and returns the stored state of every registered host (none
+    /// without `returningStates`: a run that records in batches reads each batch's states then).
+    func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date, returningStates: Bool) async throws -> [HostKey: HostState]
 
     /// Leases up to `limit` due hosts (`next_check <= now`, no unexpired lease) to `owner` until
     /// `now + leaseSeconds`, in one write transaction, so two refreshes never fetch the same host.
@@ -108,6 +109,11 @@ public protocol AssociationStore: Sendable {
 }
 
 extension AssociationStore {
+    /// ``register(hosts:needs:now:returningStates:)``, returning the registered hosts' states.
+    public func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date) async throws -> [HostKey: HostState] {
+        try await register(hosts: hosts, needs: needs, now: now, returningStates: true)
+    }
+
     /// One ``record(_:owner:)`` per update.
     public func recordAll(_ updates: [HostUpdate], owner: String?) async throws -> [RecordResult] {
         var results: [RecordResult] = []

@@ -181,7 +181,7 @@ public struct PostgresAssociationStore: AssociationStore {
 
     // MARK: - AssociationStore
 
-    public func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date) async throws -> [HostKey: HostState] {
+    public func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date, returningStates: Bool) async throws -> [HostKey: HostState] {
         // The last need wins for a key, as with one statement per need.
         var uniqueNeeds: [EntryNeed] = []
         var index: [String: Int] = [:]
@@ -222,7 +222,7 @@ public struct PostgresAssociationStore: AssociationStore {
                     WHERE h.host = k.host AND h.route = k.route AND h.unneeded_since IS NOT NULL
                     """, [needColumns[4], needColumns[2]])
             }
-            return try Self.states(tx, of: hosts.map(\.key))
+            return returningStates ? try Self.states(tx, of: hosts.map(\.key)) : [:]
         }
     }
 

@@ -266,7 +266,7 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     // MARK: - AssociationStore
 
-    public func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date) async throws -> [HostKey: HostState] {
+    public func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date, returningStates: Bool) async throws -> [HostKey: HostState] {
         let time = now.timeIntervalSince1970
         return try await immediateWrite { db in
             let insertHost = try db.cachedStatement(sql: """
@@ -288,7 +288,7 @@ public struct SQLiteAssociationStore: AssociationStore {
                 try insertNeed.execute(arguments: [need.entry, need.appID, need.route.rawValue, need.service.name, need.host, time, time])
                 if needed.insert(need.key).inserted { try revive.execute(arguments: [need.host, need.route.rawValue]) }
             }
-            return try Self.states(db, of: hosts.map(\.key))
+            return returningStates ? try Self.states(db, of: hosts.map(\.key)) : [:]
         }
     }
 
