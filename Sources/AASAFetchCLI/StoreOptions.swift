@@ -130,13 +130,10 @@ enum StoreSession {
                 let page = try cursor.nextPage()
                 if page.isEmpty { return }
                 for (host, entries) in zip(page, try spool.entries(of: page)) {
-                    let fetches: [(Route, RunSpool.HostEntries)] = switch route {
-                    case .origin, .both: [(.origin, .all)]
-                    case .cdn: (host.servesPlain ? [(.cdn, .plain)] : []) + (host.servesModes ? [(.origin, .moded)] : [])
-                    }
-                    for (route, selection) in fetches {
+                    for download in host.downloads(on: route) {
+                        let route = download.route
                         hosts.append(HostRegistration(key: HostKey(host: host.host, route: route), tier: host.tier))
-                        for entry in entries where selection.includes(entry) {
+                        for entry in entries where download.entries.includes(entry) {
                             guard let service = entry.service, let name = entry.normalized ?? entry.raw else { continue }
                             for appID in appIDs.isEmpty ? [""] : appIDs {
                                 needs.append(EntryNeed(entry: name, service: service, host: host.host, route: route, appID: appID))

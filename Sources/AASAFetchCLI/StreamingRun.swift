@@ -284,19 +284,11 @@ final class SpoolSource: RunSource {
 
     /// The downloads of one host on the source's route, in start order.
     private func units(of host: RunSpool.SpooledHost) -> [(RunFetch, RunSpool.HostEntries)] {
-        func planned(_ route: Route) -> PlannedFetch {
-            PlannedFetch(host: host.host, route: route, tier: host.tier, entryIndexes: [])
-        }
-        switch route {
-        case .origin:
-            return [(RunFetch(planned: planned(.origin)), .all)]
-        case .cdn:
-            var units: [(RunFetch, RunSpool.HostEntries)] = []
-            if host.servesPlain { units.append((RunFetch(planned: planned(.cdn)), .plain)) }
-            if host.servesModes { units.append((RunFetch(planned: planned(.origin)), .moded)) }
-            return units
-        case .both:
-            return [(RunFetch(planned: planned(.origin), comparison: host.servesPlain ? planned(.cdn) : nil), .all)]
+        host.downloads(on: route).map { download in
+            func planned(_ route: Route) -> PlannedFetch {
+                PlannedFetch(host: host.host, route: route, tier: host.tier, entryIndexes: [])
+            }
+            return (RunFetch(planned: planned(download.route), comparison: download.comparedWithCDN ? planned(.cdn) : nil), download.entries)
         }
     }
 

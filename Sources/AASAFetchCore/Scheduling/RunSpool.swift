@@ -245,6 +245,7 @@ public final class RunSpool: Sendable {
                 """)
             let hosts: Int = row?["hosts"] ?? 0
             let split: Int = row?["split"] ?? 0
+            // With `cdn` a host serving both plain and `?mode=` entries is two downloads (``SpooledHost/downloads(on:)``).
             return (entries, hosts, route == .cdn ? hosts + split : hosts, row?["longest"])
         }
     }
@@ -263,6 +264,33 @@ public final class RunSpool: Sendable {
         public var servesPlain: Bool
         /// Whether it serves `?mode=developer`/`managed` entries (always fetched from the origin).
         public var servesModes: Bool
+
+        /// One download of a host: the route it is fetched and registered on, the entries it
+        /// serves, and whether the CDN's answer is fetched alongside for comparison (`both`).
+        public struct Download: Sendable, Hashable {
+            /// The route the download is fetched on and the store keys it by.
+            public var route: Route
+            /// The host's entries it serves.
+            public var entries: HostEntries
+            /// Whether the CDN's answer is fetched alongside and compared (`--route both`).
+            public var comparedWithCDN: Bool
+        }
+
+        /// The host's downloads on `choice`, in start order, as ``RoutedRun/split(_:route:)``
+        /// plans them: `origin` one from the origin; `cdn` its plain entries through the CDN, then
+        /// its `?mode=` entries from the origin; `both` one from the origin, compared with the CDN
+        /// when it has plain entries. The fetch stage and the store's registration both use it.
+        public func downloads(on choice: RouteChoice) -> [Download] {
+            switch choice {
+            case .origin:
+                return [Download(route: .origin, entries: .all, comparedWithCDN: false)]
+            case .cdn:
+                return (servesPlain ? [Download(route: .cdn, entries: .plain, comparedWithCDN: false)] : [])
+                    + (servesModes ? [Download(route: .origin, entries: .moded, comparedWithCDN: false)] : [])
+            case .both:
+                return [Download(route: .origin, entries: .all, comparedWithCDN: servesPlain)]
+            }
+        }
     }
 
     /// Reads the hosts in start order (tier, then first appearance) a page at a time.
