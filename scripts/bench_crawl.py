@@ -168,6 +168,7 @@ def main():
     ap.add_argument("--wrap", default="", help="a command prefix for aasa-fetch, e.g. 'perf record -e cpu-clock -g -o perf.data --'")
     ap.add_argument("--output", default="json", choices=["json", "human"], help="aasa-fetch output mode")
     ap.add_argument("--cdn", action="store_true", help="also run aasa-fetch through a local fake CDN (--route cdn, one HTTP/2 connection)")
+    ap.add_argument("--cdn-only", action="store_true", help="with --cdn: run only the CDN route (A/B runs of the CDN path)")
     ap.add_argument("--skip-curl", action="store_true", help="run aasa-fetch only (profiling)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per measurement; the median run is printed")
     args = ap.parse_args()
@@ -251,7 +252,7 @@ http {{
                 ours_runs = {label: [] for label, _ in variants}
                 ok_ours = {}
                 curl_runs = []
-                for _ in range(max(1, args.repeat)):
+                for _ in range(max(1, args.repeat)) if not (args.cdn and args.cdn_only) else []:
                     for label, cmd in variants:
                         fresh_store()
                         ours_runs[label].append(measure(cmd, f"{work}/ours.json"))
@@ -268,9 +269,12 @@ http {{
                     if os.environ.get("BENCH_DEBUG"):
                         shutil.copy(f"{work}/cdn.json", "/tmp/cdn-debug.json")
                     ok_cdn = count_ok(f"{work}/cdn.json") if args.output == "json" else count_human(f"{work}/cdn.json")
-                    origin = median_run(ours_runs[variants[0][0]])
+                    origin = median_run(ours_runs[variants[0][0]]) if ours_runs[variants[0][0]] else None
+                    ratio = f"CDN/origin {origin[0] / cdn[0]:.2f}x" if origin else f"{'':>16}"
                     print(f"{n:>6} {c:>4} | {'via CDN':<12} {n / cdn[0]:>9.0f} {1000 * cdn[1] / n:>11.3f} {cdn[2] / 1024:>12.1f} {ok_cdn:>6} "
-                          f"{1000 * cdn[4] / n:>13.3f} | CDN/origin {origin[0] / cdn[0]:.2f}x | {thread_summary(cdn[5], n)}")
+                          f"{1000 * cdn[4] / n:>13.3f} | {ratio} | {thread_summary(cdn[5], n)}")
+                    if args.cdn_only:
+                        continue
                 theirs = None if args.skip_curl else median_run(curl_runs)
                 for label, _ in variants:
                     ours = median_run(ours_runs[label])
