@@ -122,6 +122,9 @@ public final class RunSpool: Sendable {
         configuration.label = "aasa-fetch.spool"
         configuration.prepareDatabase { db in
             // Throwaway data: no journal, no syncing; a bounded page cache (SQLite's default, 2 MiB).
+            // One connection of one process: the file lock is taken once and kept, instead of
+            // two fcntl calls and a journal lookup per transaction (a host's judging is one).
+            try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
             try db.execute(sql: "PRAGMA journal_mode = OFF")
             try db.execute(sql: "PRAGMA synchronous = OFF")
             try db.execute(sql: "PRAGMA temp_store = FILE")
