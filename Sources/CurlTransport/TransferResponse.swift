@@ -153,10 +153,10 @@ public struct TransferResponse: Sendable, Hashable {
         self.timings = timings
     }
 
-    /// The value of the first header with this name (case-insensitive).
+    /// The value of the first header with this name (ASCII letters compared case-insensitively:
+    /// field names are ASCII tokens, RFC 9110 §5.1).
     public func header(_ name: String) -> String? {
-        let lowered = name.lowercased()
-        return headers.first { $0.name.lowercased() == lowered }?.value
+        headers.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// Compares every field (headers by name and value, in order).
@@ -210,5 +210,19 @@ extension HTTPTransferring {
     /// Cancels the task of a ticket from the default ``start(_:completion:)``.
     public func cancel(_ ticket: TransferTicket) {
         ticket.task?.cancel()
+    }
+}
+
+extension String {
+    /// Whether the two texts are the same once ASCII letters are folded to lower case (other
+    /// bytes compared as they are), without allocating: how HTTP field names are compared, on the
+    /// path of every response.
+    public func equalsIgnoringASCIICase(_ other: String) -> Bool {
+        let (a, b) = (utf8, other.utf8)
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            guard x | 0x20 == y | 0x20, (0x61...0x7A).contains(x | 0x20) else { return false }
+        }
+        return true
     }
 }

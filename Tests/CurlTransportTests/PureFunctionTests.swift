@@ -133,3 +133,24 @@ struct ClientLifecycleTests {
         #expect(late?.kind == .cancelled)
     }
 }
+
+/// Header names are compared with ASCII letters folded, nothing else.
+struct HeaderNameTests {
+    @Test(arguments: [
+        ("Content-Type", "content-type", true), ("ETAG", "etag", true), ("a", "A", true), ("", "", true),
+        ("Age", "Age ", false), ("Age", "Ag", false), ("@", "`", false), ("[", "{", false), ("1", "\u{11}", false),
+        // Unicode case mappings do not apply: the Kelvin sign is not `k`, `É` is not `é`.
+        ("\u{212A}eep-Alive", "keep-alive", false), ("É", "é", false), ("é", "é", true),
+    ])
+    func namesMatchWithASCIILettersFolded(a: String, b: String, same: Bool) {
+        #expect(a.equalsIgnoringASCIICase(b) == same)
+        #expect(b.equalsIgnoringASCIICase(a) == same)
+    }
+
+    @Test func aResponsesHeaderIsFoundByAnyCaseOfItsName() {
+        let response = TransferResponse(status: 200, headers: [("content-TYPE", "application/json"), ("Age", "3"), ("age", "4")], body: [], url: "https://a.test/")
+        #expect(response.header("Content-Type") == "application/json")
+        #expect(response.header("AGE") == "3")
+        #expect(response.header("Ag") == nil)
+    }
+}

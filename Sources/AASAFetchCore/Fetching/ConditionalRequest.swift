@@ -31,8 +31,7 @@ public struct ConditionalRequest: Sendable, Hashable {
     func response(for notModified: TransferResponse) -> TransferResponse {
         var merged = headers.map { (name: $0.name, value: $0.value) }
         for header in notModified.headers {
-            let lowered = header.name.lowercased()
-            if let index = merged.firstIndex(where: { $0.name.lowercased() == lowered }) {
+            if let index = merged.firstIndex(where: { $0.name.equalsIgnoringASCIICase(header.name) }) {
                 merged[index] = header
             } else {
                 merged.append(header)

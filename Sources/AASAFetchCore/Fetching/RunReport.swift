@@ -1,3 +1,5 @@
+import CurlTransport
+
 /// The verdict on one entitlement entry.
 public struct EntryVerdict: Sendable, Hashable, Encodable {
     /// The parsed entry.
@@ -352,7 +354,7 @@ public enum AssociationJudge {
             httpStatus: result.httpStatus,
             url: result.url,
             redirectLocation: result.redirectLocation,
-            contentType: result.headers.first { $0.name.lowercased() == "content-type" }?.value,
+            contentType: result.headers.first { $0.name.equalsIgnoringASCIICase("content-type") }?.value,
             bytes: result.body?.count,
             appIDs: appIDsByService,
             reliesOnExtraCA: result.reliesOnExtraCA,

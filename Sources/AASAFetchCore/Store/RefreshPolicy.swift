@@ -1,3 +1,4 @@
+import CurlTransport
 import Foundation
 
 /// How a download is classified for the refresh schedule.
@@ -67,7 +68,7 @@ public struct RefreshPolicy: Sendable, Hashable {
 
     /// The lifetime of an approved response with these headers.
     public func approvedLifetime(headers: [HTTPHeader]) -> TimeInterval {
-        let cacheControl = headers.first { $0.name.lowercased() == "cache-control" }?.value
+        let cacheControl = headers.first { $0.name.equalsIgnoringASCIICase("cache-control") }?.value
         guard let age = Self.maxAge(cacheControl: cacheControl) else { return defaultAge }
         return min(max(age, minimumAge), maximumAge)
     }

@@ -1,3 +1,4 @@
+import CurlTransport
 import Foundation
 
 /// A host and the route its file is fetched over: the key of everything the store keeps.
@@ -40,7 +41,7 @@ public struct CacheValidators: Sendable, Hashable, Codable {
 
     /// The validators a response carries.
     public init(headers: [HTTPHeader]) {
-        func value(_ name: String) -> String? { headers.first { $0.name.lowercased() == name }?.value }
+        func value(_ name: String) -> String? { headers.first { $0.name.equalsIgnoringASCIICase(name) }?.value }
         self.init(etag: value("etag"), lastModified: value("last-modified"))
     }
 }
