@@ -168,7 +168,8 @@ def main():
     ap.add_argument("--wrap", default="", help="a command prefix for aasa-fetch, e.g. 'perf record -e cpu-clock -g -o perf.data --'")
     ap.add_argument("--output", default="json", choices=["json", "human"], help="aasa-fetch output mode")
     ap.add_argument("--cdn", action="store_true", help="also run aasa-fetch through a local fake CDN (--route cdn, one HTTP/2 connection)")
-    ap.add_argument("--cdn-only", action="store_true", help="with --cdn: run only the CDN route (A/B runs of the CDN path)")
+    ap.add_argument("--cdn-only", action="store_true", help="with --cdn: run only the CDN route")
+    ap.add_argument("--compare", default="", help="with --cdn-only: a second aasa-fetch binary, run in turn with --binary (A/B)")
     ap.add_argument("--skip-curl", action="store_true", help="run aasa-fetch only (profiling)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per measurement; the median run is printed")
     args = ap.parse_args()
@@ -262,9 +263,19 @@ http {{
                 if args.cdn:
                     cdn_cmd = variants[0][1] + ["--route", "cdn", "--cdn-base", "https://cdn.bench.test/a/v1/"]
                     cdn_runs = []
+                    other = [args.compare if part == args.binary else part for part in cdn_cmd]
+                    other_runs = []
                     for _ in range(max(1, args.repeat)):
                         fresh_store()
                         cdn_runs.append(measure(cdn_cmd, f"{work}/cdn.json"))
+                        if args.compare and args.cdn_only:
+                            fresh_store()
+                            other_runs.append(measure(other, f"{work}/cdn.json"))
+                    if other_runs:
+                        b = median_run(other_runs)
+                        a = median_run(cdn_runs)
+                        print(f"{n:>6} {c:>4} | {'CDN compare':<12} {n / b[0]:>9.0f} {1000 * b[1] / n:>11.3f} {b[2] / 1024:>12.1f} "
+                              f"| {'':>6} {'':>13} | B/A {a[0] / b[0]:.3f}x hosts/s, CPU {b[1] / a[1]:.3f}x")
                     cdn = median_run(cdn_runs)
                     if os.environ.get("BENCH_DEBUG"):
                         shutil.copy(f"{work}/cdn.json", "/tmp/cdn-debug.json")

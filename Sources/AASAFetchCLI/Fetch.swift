@@ -92,6 +92,8 @@ extension AASAFetchCommand {
             source: any RunSource, settled: InputOptions.Settled, region: String?, console: Console,
             register: (any AssociationStore, Date) async throws(CommandFailure) -> Void
         ) async throws {
+            // A record per host: standard output is written in blocks (not on a terminal).
+            StandardStreams.bufferOutput()
             // The store: opened before any download, so an unusable one stops the run at once.
             var recordIn: (any AssociationStore)?
             if !noStore {
@@ -140,6 +142,8 @@ enum SpoolCleanup {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 try? FileManager.default.removeItem(atPath: directory)
+                // What was judged reaches the reader, as if standard output were not buffered.
+                StandardStreams.flushOutputIfIdle()
                 _exit(128 + number)
             }
             source.setCancelHandler { signal(number, SIG_DFL) }
