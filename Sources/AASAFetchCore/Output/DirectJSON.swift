@@ -81,8 +81,9 @@ struct DirectJSON {
         if pretty { bytes.append(0x20) }
     }
 
-    /// Starts a member whose key is data (a dictionary's key).
-    mutating func key(_ name: String) {
+    /// Starts a member whose key is data (a dictionary's key), escaped as any string. (A
+    /// literal key takes ``key(_:)``: a `StaticString`, written without an escape scan.)
+    mutating func key(escaping name: String) {
         separator()
         JSONByteSink.appendQuoted(name, to: &bytes)
         bytes.append(0x3A)
@@ -145,7 +146,7 @@ struct DirectJSON {
     mutating func stringLists(_ values: [String: [String]]) {
         beginObject()
         for name in values.keys.sorted() {
-            key(name)
+            key(escaping: name)
             strings(values[name] ?? [])
         }
         endObject()
@@ -156,7 +157,7 @@ struct DirectJSON {
         guard let values else { return null() }
         beginObject()
         for name in values.keys.sorted() {
-            key(name)
+            key(escaping: name)
             string(values[name] ?? "")
         }
         endObject()
