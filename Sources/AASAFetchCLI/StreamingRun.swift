@@ -293,7 +293,7 @@ final class SpoolSource: RunSource {
     }
 
     func fetchEach(with fetcher: RouteFetcher, handle: (FetchedHost) async -> Void) async throws {
-        var cursor = spool.hostCursor(pageSize: Self.pageSize)
+        var cursor = spool.hostCursor(pageSize: Self.pageSize, forJudging: true)
         var position = 0
         // The downloads of the host read last that are not admitted yet (at most one: `cdn`'s origin side).
         var queued: [(RunFetch, RunSpool.HostEntries)] = []

@@ -113,9 +113,10 @@ struct RunSpoolTests {
     /// `--route cdn|both` through the spool: the downloads, records, verdicts and counts of the
     /// in-memory run (``RoutedRun/split(_:route:)``, judged as the CLI's `PlanSource` judges).
     /// Hosts with entries with and without a mode (split over two routes with `cdn`), a host with
-    /// `?mode=` entries only, duplicates, wildcards and unfetchable entries.
-    @Test(arguments: [RouteChoice.cdn, .both])
-    func routedJudgingMatchesTheSplitPlan(route: RouteChoice) throws {
+    /// `?mode=` entries only, duplicates, wildcards and unfetchable entries. `readAhead`: the
+    /// cursor reads each page's verdicts with it (as the fetch run's does), or the judge reads them.
+    @Test(arguments: [RouteChoice.cdn, .both], [false, true])
+    func routedJudgingMatchesTheSplitPlan(route: RouteChoice, readAhead: Bool) throws {
         let strings = Self.strings + ["applinks:only.example.org?mode=managed", "webcredentials:shop.example.de?mode=developer+managed",
                                       "applinks:only.example.org?mode=developer", "applinks:shop.example.de?mode=developer+managed"]
         let prioritizer = DomainPrioritizer(region: "DE")
@@ -156,7 +157,7 @@ struct RunSpoolTests {
             try spool.append(definitions: Self.definitions) { add in for string in strings { try add(string) } }
             #expect(try spool.sizes(route: route).fetches == routed.fetches.count)
             #expect(try spool.sizes(route: .origin).fetches == spool.sizes().hosts)
-            var cursor = spool.hostCursor(pageSize: 3)
+            var cursor = spool.hostCursor(pageSize: 3, forJudging: readAhead)
             var units: [(host: RunSpool.SpooledHost, route: Route, entries: RunSpool.HostEntries, compared: Bool)] = []
             while let host = try cursor.next() {
                 if route == .both {

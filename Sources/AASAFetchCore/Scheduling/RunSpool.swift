@@ -93,6 +93,10 @@ public final class RunSpool: Sendable {
     /// needs a pending verdict: the second download of a host split over two routes, `--route
     /// cdn`, reads the first one's entries with the host's but neither judges nor writes them).
     private let pendingVerdicts = Mutex<[PendingVerdict]>([])
+    /// The verdicts of the hosts read ahead for judging (``hostCursor(pageSize:forJudging:)``),
+    /// until each is judged: as they were parsed, which is what a judge reads (each entry is
+    /// judged once, and its verdict written back only after).
+    private let readVerdicts = Mutex<[String: [EntryVerdict]]>([:])
     /// Verdicts written per transaction.
     static let verdictBatch = 512
 
@@ -300,14 +304,17 @@ public final class RunSpool: Sendable {
     public struct HostCursor {
         let spool: RunSpool
         let pageSize: Int
+        /// Whether each page's verdicts are read with it, for ``RunSpool/judge(_:tier:entries:comparison:appIDs:)``.
+        let forJudging: Bool
         private var page: [SpooledHost] = []
         private var index = 0
         private var last: (tier: Int, ordinal: Int)?
         private var exhausted = false
 
-        init(spool: RunSpool, pageSize: Int) {
+        init(spool: RunSpool, pageSize: Int, forJudging: Bool) {
             self.spool = spool
             self.pageSize = max(1, pageSize)
+            self.forJudging = forJudging
         }
 
         /// The next host, or `nil` after the last.
@@ -317,8 +324,9 @@ public final class RunSpool: Sendable {
                 page = try spool.hostPage(after: last, limit: pageSize)
                 index = 0
                 if page.count < pageSize { exhausted = true }
-                guard let tail = page.last else { return nil }
+                guard let first = page.first, let tail = page.last else { return nil }
                 last = (tail.tier, tail.ordinal)
+                if forJudging { try spool.readAhead(from: (first.tier, first.ordinal), through: (tail.tier, tail.ordinal)) }
             }
             defer { index += 1 }
             return page[index]
@@ -332,9 +340,31 @@ public final class RunSpool: Sendable {
         }
     }
 
-    /// A cursor over the hosts in start order, reading `pageSize` hosts per query.
-    public func hostCursor(pageSize: Int = 1000) -> HostCursor {
-        HostCursor(spool: self, pageSize: pageSize)
+    /// A cursor over the hosts in start order, reading `pageSize` hosts per query. `forJudging`:
+    /// the hosts are fetched and judged (``judge(_:tier:entries:comparison:appIDs:)``), so the
+    /// verdicts of a page's entries are read with the page, in one query, and kept until each
+    /// host is judged (a query per host was a tenth of the judging task's work).
+    public func hostCursor(pageSize: Int = 1000, forJudging: Bool = false) -> HostCursor {
+        HostCursor(spool: self, pageSize: pageSize, forJudging: forJudging)
+    }
+
+    /// Reads the verdicts of the entries of the hosts from `first` through `last` in start order
+    /// (a page of ``HostCursor``) into ``readVerdicts``.
+    fileprivate func readAhead(from first: (tier: Int, ordinal: Int), through last: (tier: Int, ordinal: Int)) throws(SpoolError) {
+        let read = try access { db in
+            var byHost: [String: [EntryVerdict]] = [:]
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT \(Self.verdictColumns) FROM entries JOIN hosts USING (host)
+                WHERE (hosts.tier, hosts.ordinal) >= (?, ?) AND (hosts.tier, hosts.ordinal) <= (?, ?)
+                ORDER BY entries.position
+                """, arguments: [first.tier, first.ordinal, last.tier, last.ordinal])
+            while let row = try rows.next() {
+                let verdict = try Self.verdict(row)
+                if let host = verdict.entry.host { byHost[host, default: []].append(verdict) }
+            }
+            return byHost
+        }
+        readVerdicts.withLock { $0.merge(read) { _, new in new } }
     }
 
     fileprivate func hostPage(after last: (tier: Int, ordinal: Int)?, limit: Int) throws(SpoolError) -> [SpooledHost] {
@@ -402,8 +432,10 @@ public final class RunSpool: Sendable {
     public func judge(
         _ result: HostFetchResult, tier: Int, entries selection: HostEntries = .all, comparison: HostFetchResult? = nil, appIDs: [String]
     ) throws(SpoolError) -> DomainReport {
+        // A host split over two routes (`--route cdn`) is judged twice: the second time from the spool.
+        let readAhead = readVerdicts.withLock { $0.removeValue(forKey: result.host) }
         let (domain, judged) = try access { db in
-            var verdicts = try Self.verdicts(db, host: result.host)
+            var verdicts = try readAhead ?? Self.verdicts(db, host: result.host)
             // Not judged yet (each entry is judged once): the verdicts the comparison starts from.
             let unjudged = comparison == nil ? [] : verdicts
             let indexes = verdicts.indices.filter { selection.includes(verdicts[$0].entry) }
