@@ -202,16 +202,14 @@ extension TransferRequest {
 
     /// The `host[:port]` part of an absolute URL (lower-cased), or the URL itself when it has none.
     static func authority(of url: String) -> String {
-        var rest = Substring(url)
-        if let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://") {
-            rest = rest[rest.index(colon, offsetBy: 3)...]
+        // Byte by byte: every delimiter is ASCII, and this runs for every transfer started.
+        let bytes = Array(url.utf8)
+        var start = 0
+        if let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[colon...].starts(with: "://".utf8) {
+            start = colon + 3
         }
-        if let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) {
-            rest = rest[..<end]
-        }
-        if let at = rest.lastIndex(of: "@") {
-            rest = rest[rest.index(after: at)...]
-        }
-        return rest.lowercased()
+        let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.count
+        if let at = bytes[start..<end].lastIndex(of: UInt8(ascii: "@")) { start = at + 1 }
+        return String(decoding: bytes[start..<end], as: UTF8.self).lowercased()
     }
 }

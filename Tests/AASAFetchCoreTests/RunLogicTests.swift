@@ -55,6 +55,21 @@ struct RunLogicTests {
         }
     }
 
+    /// Only `application/json` (any case, any parameters, white space around it) passes without
+    /// a `content-type` warning.
+    @Test(arguments: [
+        ("application/json", false), ("application/json; charset=utf-8", false), (" Application/JSON ;x", false),
+        ("APPLICATION/JSON", false), ("\tapplication/json\t", false), ("text/html", true), ("application/jsonx", true),
+        ("application/json\u{0}", true), ("application/ json", true), (";application/json", true), ("", true),
+    ])
+    func contentTypeIsJudgedByItsMediaType(contentType: String, warned: Bool) async {
+        let transport = ScriptedTransport()
+        transport.on(Self.wellKnown, .status(200, headers: [("Content-Type", contentType)], body: Self.good))
+        let result = await Self.fetch(transport)
+        #expect(result.code == "ok")
+        #expect(result.findings.contains { $0.code == "content-type" } == warned, "\(contentType)")
+    }
+
     @Test func transientFailuresAreRetriedAndOthersAreNot() async {
         // 503, then a timeout, then the file: two retries (--retry-delays 0,0) and the file.
         let recovering = ScriptedTransport()

@@ -1,5 +1,5 @@
 import AASAFetchTestSupport
-import CurlTransport
+@testable import CurlTransport
 import Foundation
 import Testing
 
@@ -152,5 +152,18 @@ struct HeaderNameTests {
         #expect(response.header("Content-Type") == "application/json")
         #expect(response.header("AGE") == "3")
         #expect(response.header("Ag") == nil)
+    }
+}
+
+/// The connection key of a URL: its `host[:port]`, lower-cased, without user info or path.
+struct AuthorityTests {
+    @Test(arguments: [
+        ("https://CDN.Example.com/a/v1/x.test", "cdn.example.com"), ("https://a.test:8443/x?y#z", "a.test:8443"),
+        ("https://user:pw@a.test/x", "a.test"), ("https://a.test?q", "a.test"), ("https://a.test#f", "a.test"),
+        ("https://a.test", "a.test"), ("a.test/x", "a.test"), ("mailto:x@a.test", "a.test"), ("", ""),
+        ("https://[::1]:443/x", "[::1]:443"), ("https://xn--bcher-kva.example/", "xn--bcher-kva.example"),
+    ])
+    func authorityIsTheHostAndPort(url: String, expected: String) {
+        #expect(TransferRequest.authority(of: url) == expected)
     }
 }

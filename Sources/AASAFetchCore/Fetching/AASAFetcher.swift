@@ -314,7 +314,9 @@ public struct AASAFetcher: Sendable {
         }
 
         let contentType = response.header("Content-Type")
-        let mediaType = contentType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let mediaType = contentType.map { type in
+            EntryText.trimmed(type.utf8.firstIndex(of: UInt8(ascii: ";")).map { type[..<$0] } ?? type[...]).lowercased()
+        }
         var body = response.body
         if mediaType == "application/pkcs7-mime" || mediaType == "application/pkcs7-signature"
             || body.first == 0x30 /* a DER SEQUENCE; as JSON it would be a bare number */ {
