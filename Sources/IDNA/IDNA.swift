@@ -20,6 +20,50 @@ public enum IDNA {
     /// - Returns: the lower-case ASCII host.
     /// - Throws: ``ConversionError`` when the name holds disallowed code points or a bad `xn--` label.
     public static func toASCII(_ host: String) throws(ConversionError) -> String {
+        if let plain = plainASCII(host) { return plain }
+        return try toASCIIThroughLibidn2(host)
+    }
+
+    /// The lower-cased host when it is plain ASCII that IDNA leaves as it is: letters, digits and
+    /// hyphens in labels of 1 to 63 bytes that neither start nor end with a hyphen nor have one in
+    /// both their third and fourth place (so no `xn--` label), at most 253 bytes; `nil` for
+    /// anything else. Nearly every name of a crawl is such a name, and libidn2 costs about 5 µs
+    /// each (`IDNATests` check that it gives the same answer for them).
+    static func plainASCII(_ host: String) -> String? {
+        let utf8 = host.utf8
+        guard utf8.count <= 253 else { return nil }
+        var hasUpper = false
+        var labelLength = 0
+        var previous: UInt8 = UInt8(ascii: ".")
+        var hyphenAtThird = false
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                labelLength += 1
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                hasUpper = true
+                labelLength += 1
+            case UInt8(ascii: "-"):
+                guard previous != UInt8(ascii: ".") else { return nil }
+                labelLength += 1
+                if labelLength == 3 { hyphenAtThird = true }
+                if labelLength == 4 && hyphenAtThird { return nil }
+            case UInt8(ascii: "."):
+                guard labelLength > 0, previous != UInt8(ascii: "-") else { return nil }
+                labelLength = 0
+                hyphenAtThird = false
+            default:
+                return nil
+            }
+            guard labelLength <= 63 else { return nil }
+            previous = byte
+        }
+        guard labelLength > 0, previous != UInt8(ascii: "-") else { return nil }
+        return hasUpper ? host.lowercased() : host
+    }
+
+    /// ``toASCII(_:)`` through libidn2 for every name.
+    static func toASCIIThroughLibidn2(_ host: String) throws(ConversionError) -> String {
         guard !host.utf8.contains(0) else {
             throw ConversionError(reason: "IDN2_NUL", message: "the name contains a NUL character")
         }

@@ -1,4 +1,4 @@
-import IDNA
+@testable import IDNA
 import Testing
 
 struct IDNATests {
@@ -33,5 +33,25 @@ struct IDNATests {
 
     @Test func roundTripsToUnicode() throws {
         #expect(try IDNA.toUnicode("xn--fhqz97e.example.xn--fiqs8s") == "上海.example.中国")
+    }
+
+    /// Plain ASCII names skip libidn2: every name the shortcut takes gets libidn2's answer, and
+    /// the names it leaves to libidn2 (hyphens in the wrong place, `xn--` and other `??--`
+    /// labels, empty or overlong labels, other bytes) are the ones where the answer could differ.
+    @Test func plainASCIINamesGetLibidn2sAnswerWithoutIt() throws {
+        let long = String(repeating: "a", count: 63)
+        let taken = ["example.com", "EXAMPLE.Com", "a", "h1.bench.test", "a-b.c-d.e", "0.1.2.3", "a--b.test", "ab-c.test",
+                     "\(long).test", ([String](repeating: String(repeating: "b", count: 49), count: 5)).joined(separator: "."), "123abc"]
+        for host in taken {
+            let plain = try #require(IDNA.plainASCII(host), "\(host)")
+            #expect(plain == (try IDNA.toASCIIThroughLibidn2(host)), "\(host)")
+            #expect(try IDNA.toASCII(host) == plain)
+        }
+        let left = ["", ".", "a.", ".a", "a..b", "-a.test", "a-.test", "ab--c.test", "xn--bcher-kva.example", "XN--bcher-kva.example",
+                    "a\(long).test", ([String](repeating: String(repeating: "b", count: 50), count: 5)).joined(separator: "."),
+                    "a_b.test", "a b", "bücher.example", "example．com", "a*.test", "bad\u{0}host"]
+        for host in left {
+            #expect(IDNA.plainASCII(host) == nil, "\(host)")
+        }
     }
 }
