@@ -9,7 +9,9 @@ public enum JSONSchemaVersion {
 }
 
 /// The one JSON encoding of every `--json` document: an `Encoder` that writes bytes directly,
-/// without Foundation's `JSONEncoder`.
+/// without Foundation's `JSONEncoder`. The records written once per host or entry
+/// (``DirectJSONWritable``: ``DomainReport``, ``EntryVerdict`` and what they hold) write the same
+/// bytes themselves, faster; every other type goes through `Encodable`.
 ///
 /// The rules it gives every `Encodable` (synthesized conformances included):
 /// - **No key is ever left out.** `encodeIfPresent(nil, forKey:)` writes `null`, so every key a
