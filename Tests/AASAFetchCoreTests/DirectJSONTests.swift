@@ -5,17 +5,15 @@ import Testing
 /// The records that write their own JSON (``DirectJSONWritable``) write exactly what the
 /// `Encodable` path writes for them, in both layouts and at every depth.
 struct DirectJSONTests {
-    /// A small deterministic generator (SplitMix64), so a failure can be replayed.
+    /// Values of every shape from a seeded generator (``SeededGenerator``), so a failure can be replayed.
     struct Generator {
-        var state: UInt64
+        var random: SeededGenerator
 
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
+        init(state: UInt64) {
+            random = SeededGenerator(seed: state)
         }
+
+        mutating func next() -> UInt64 { random.next() }
 
         mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
         mutating func chance() -> Bool { below(2) == 0 }
