@@ -61,6 +61,10 @@ struct RunSpoolTests {
         #expect(try spool.entries(of: hosts) == withoutFindings)
         #expect(try spool.entries(of: Array(hosts.suffix(2))) == Array(withoutFindings.suffix(2)))
         #expect(try spool.entries(of: []) == [])
+        // Any list of hosts, in any order: the page is read in one query, then put in the list's order.
+        #expect(try spool.entries(of: hosts.reversed()) == withoutFindings.reversed())
+        #expect(try spool.entries(of: [hosts[0], hosts[hosts.count - 1], hosts[0]])
+                    == [withoutFindings[0], withoutFindings[hosts.count - 1], withoutFindings[0]])
         let sizes = try spool.sizes()
         #expect(sizes.entries == entries.count)
         #expect(sizes.hosts == plan.fetches.count)

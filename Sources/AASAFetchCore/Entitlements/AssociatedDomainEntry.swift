@@ -141,7 +141,7 @@ public struct EntryParser: Sendable {
             text = trimmed
         }
 
-        guard let colon = text.firstIndex(of: ":") else {
+        guard let colon = EntryText.firstIndex(of: ":", in: text) else {
             return fail("entitlement-missing-service", "'\(text)' has no service prefix",
                         fix: "write 'applinks:\(text)' (or webcredentials:, activitycontinuation:, appclips:, authsrv:)")
         }
@@ -170,7 +170,7 @@ public struct EntryParser: Sendable {
         }
 
         // Query: only ?mode= is allowed.
-        if let question = rest.firstIndex(of: "?") {
+        if let question = EntryText.firstIndex(of: "?", in: rest) {
             let query = String(rest[rest.index(after: question)...])
             rest = String(rest[..<question])
             let pairs = query.split(separator: "&", omittingEmptySubsequences: false)
@@ -196,7 +196,7 @@ public struct EntryParser: Sendable {
             return fail("entitlement-path", "'\(text)' has a fragment; the entry names a domain only",
                         fix: "write '\(serviceName):\(rest.split(separator: "#").first.map(String.init) ?? "")'")
         }
-        if let slash = rest.firstIndex(of: "/") {
+        if let slash = EntryText.firstIndex(of: "/", in: rest) {
             let hostPart = String(rest[..<slash])
             let pathPart = rest[slash...]
             if pathPart == "/" {
@@ -210,7 +210,7 @@ public struct EntryParser: Sendable {
             return fail("entitlement-ip-address", "'\(text)' names the IP address \(address); an entry names a domain, which devices look up by name",
                         fix: "write '\(serviceName):' followed by the domain name that serves the association file")
         }
-        if let portColon = rest.lastIndex(of: ":") {
+        if let portColon = EntryText.lastIndex(of: ":", in: rest) {
             let port = rest[rest.index(after: portColon)...]
             return fail("entitlement-port", "'\(text)' includes a port (\(port)); links to it will not open the app",
                         fix: "write '\(serviceName):\(rest[..<portColon])' and serve the file on port 443")
@@ -241,8 +241,9 @@ public struct EntryParser: Sendable {
                         fix: "write '\(serviceName):*.example.com'")
         }
 
-        let isASCII = host.unicodeScalars.allSatisfy(\.isASCII)
-        if isASCII, host != host.lowercased() {
+        let isASCII = EntryText.isASCII(host)
+        // An ASCII name differs from its lower-case form exactly when it holds an upper-case letter.
+        if isASCII, host.utf8.contains(where: { (0x41...0x5A).contains($0) }) {
             entry.findings.append(.warning("entitlement-uppercase", "'\(host)' has upper-case letters; it was lower-cased",
                                            location: location, fix: "write '\(host.lowercased())'"))
         }
@@ -307,7 +308,6 @@ public struct EntryParser: Sendable {
         var description: String { name }
     }
 
-    /// Checks LDH syntax and lengths of an ASCII host; returns the problem or `nil`.
     /// The IP address an entry names instead of a domain, port left out: a bracketed IPv6 literal
     /// (`[::1]`, `[::1]:443`), a bare IPv6 address (two colons or more) or a dotted IPv4 address.
     static func ipAddress(in rest: String) -> String? {
@@ -315,8 +315,12 @@ public struct EntryParser: Sendable {
             guard let close = rest.firstIndex(of: "]") else { return rest }
             return String(rest[...close])
         }
-        if rest.filter({ $0 == ":" }).count >= 2 { return rest }
+        // Colons as characters: a colon followed by a combining mark is another character.
+        let colons = EntryText.isASCII(rest) ? rest.utf8.count(where: { $0 == UInt8(ascii: ":") }) : rest.count(where: { $0 == ":" })
+        if colons >= 2 { return rest }
         let host = rest.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        // Only ASCII digits and dots can make a dotted IPv4 address (a name has a letter or a hyphen).
+        guard host.utf8.allSatisfy({ (0x30...0x39).contains($0) || $0 == UInt8(ascii: ".") }) else { return nil }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         let isIPv4 = parts.count == 4 && parts.allSatisfy { part in
             (1...3).contains(part.count) && part.allSatisfy { $0.isASCII && $0.isNumber } && Int(part).map { $0 <= 255 } == true
@@ -324,7 +328,13 @@ public struct EntryParser: Sendable {
         return isIPv4 ? String(host) : nil
     }
 
+    /// Checks LDH syntax and lengths of an ASCII host; returns the problem or `nil`.
     static func hostSyntaxProblem(_ host: String) -> String? {
+        isValidLDHName(host) ? nil : hostSyntaxProblemByLabels(host)
+    }
+
+    /// ``hostSyntaxProblem(_:)`` label by label, character by character: names the problem.
+    static func hostSyntaxProblemByLabels(_ host: String) -> String? {
         if host.utf8.count > 253 { return "longer than 253 characters" }
         if host.hasSuffix(".") { return "ends with a dot" }
         for label in host.split(separator: ".", omittingEmptySubsequences: false) {
@@ -336,6 +346,35 @@ public struct EntryParser: Sendable {
             }
         }
         return nil
+    }
+}
+
+extension EntryParser {
+    /// Whether `host` passes ``hostSyntaxProblem(_:)`` (at most 253 bytes, no trailing dot,
+    /// labels of 1 to 63 bytes of `a`–`z`, `0`–`9` and `-`, not starting or ending with `-`),
+    /// checked byte by byte; ``hostSyntaxProblem(_:)`` names the problem of a name that fails.
+    static func isValidLDHName(_ host: String) -> Bool {
+        let bytes = host.utf8
+        guard !bytes.isEmpty, bytes.count <= 253 else { return false }
+        var length = 0
+        var previous: UInt8 = 0
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "."):
+                guard length > 0, previous != UInt8(ascii: "-") else { return false }
+                length = 0
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                length += 1
+            case UInt8(ascii: "-"):
+                guard length > 0 else { return false }
+                length += 1
+            default:
+                return false
+            }
+            guard length <= 63 else { return false }
+            previous = byte
+        }
+        return length > 0 && previous != UInt8(ascii: "-")
     }
 }
 

@@ -67,4 +67,24 @@ public enum EntryText {
         }
         return true
     }
+
+    /// The first index of `character` (an ASCII character other than CR and LF) in `text`, as
+    /// `text.firstIndex(of: Character(character))` finds it. By bytes when `text` is ASCII: each
+    /// byte is then a character of its own, so both searches agree; by characters otherwise (a
+    /// combining mark after it makes another character).
+    public static func firstIndex(of character: Unicode.Scalar, in text: String) -> String.Index? {
+        guard isASCII(text) else { return text.firstIndex(of: Character(character)) }
+        return text.utf8.firstIndex(of: UInt8(truncatingIfNeeded: character.value))
+    }
+
+    /// The last index of `character` in `text`, as ``firstIndex(of:in:)`` finds the first.
+    public static func lastIndex(of character: Unicode.Scalar, in text: String) -> String.Index? {
+        guard isASCII(text) else { return text.lastIndex(of: Character(character)) }
+        return text.utf8.lastIndex(of: UInt8(truncatingIfNeeded: character.value))
+    }
+
+    /// Whether every byte of `text` is ASCII.
+    public static func isASCII(_ text: some StringProtocol) -> Bool {
+        text.utf8.allSatisfy { $0 < 0x80 }
+    }
 }

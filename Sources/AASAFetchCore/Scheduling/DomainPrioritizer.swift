@@ -19,10 +19,24 @@ public struct DomainPrioritizer: Sendable, Hashable {
 
     /// The tier of an ASCII host: 0, 1 or 2.
     public func tier(of host: String) -> Int {
-        let tld = host.split(separator: ".").last.map { String($0).lowercased() } ?? ""
+        let tld = Self.topLevelLabel(of: host)
         if Self.topTierTLDs.contains(tld) { return 0 }
         if regionTLDs.contains(tld) { return 1 }
         return 2
+    }
+
+    /// The last label of `host` (trailing dots ignored), lower-cased: what
+    /// `host.split(separator: ".").last?.lowercased()` gives, found by bytes in an ASCII name.
+    static func topLevelLabel(of host: String) -> String {
+        // By characters otherwise: a dot followed by a combining mark is another character.
+        guard EntryText.isASCII(host) else { return host.split(separator: ".").last.map { String($0).lowercased() } ?? "" }
+        let utf8 = host.utf8
+        var end = utf8.endIndex
+        while end > utf8.startIndex, utf8[utf8.index(before: end)] == UInt8(ascii: ".") { end = utf8.index(before: end) }
+        let start = utf8[..<end].lastIndex(of: UInt8(ascii: ".")).map { utf8.index(after: $0) } ?? utf8.startIndex
+        let label = utf8[start..<end]
+        guard label.contains(where: { (0x41...0x5A).contains($0) }) else { return String(host[start..<end]) }
+        return String(decoding: label.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 
     /// The ccTLDs that form tier 1 for this region.

@@ -403,16 +403,30 @@ public final class RunSpool: Sendable {
     /// The entries of each host of `page` (in the page's order; each host's in entry order), without
     /// their findings or verdicts, read in one pass: what registering the page in the store needs.
     public func entries(of page: [SpooledHost]) throws(SpoolError) -> [[AssociatedDomainEntry]] {
-        try access { db in
-            let statement = try db.cachedStatement(sql: "SELECT position, raw, service, domain, wildcard, mode FROM entries WHERE host = ? ORDER BY position")
-            return try page.map { host in
-                try Array(Row.fetchCursor(statement, arguments: [host.host]).map { row in
-                    AssociatedDomainEntry(
-                        index: row[0], raw: row[1], service: (row[2] as String?).map(Service.init(name:)), domain: row[3],
-                        host: host.host, isWildcard: row[4], mode: (row[5] as String?).flatMap(AlternateMode.init(rawValue:)))
-                })
-            }
+        guard !page.isEmpty else { return [] }
+        // One query for the whole page (the hosts as one JSON array), not one per host: each
+        // query's set-up cost more than reading a host's few rows.
+        let hosts: String
+        do {
+            hosts = String(decoding: try JSONEncoder().encode(page.map(\.host)), as: UTF8.self)
+        } catch {
+            throw SpoolError("cannot list the hosts of a page: \(error)")
         }
+        let byHost = try access { db in
+            var byHost: [String: [AssociatedDomainEntry]] = [:]
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT host, position, raw, service, domain, wildcard, mode FROM entries
+                WHERE host IS NOT NULL AND host IN (SELECT value FROM json_each(?)) ORDER BY position
+                """, arguments: [hosts])
+            while let row = try rows.next() {
+                let host: String = row[0]
+                byHost[host, default: []].append(AssociatedDomainEntry(
+                    index: row[1], raw: row[2], service: (row[3] as String?).map(Service.init(name:)), domain: row[4],
+                    host: host, isWildcard: row[5], mode: (row[6] as String?).flatMap(AlternateMode.init(rawValue:))))
+            }
+            return byHost
+        }
+        return page.map { byHost[$0.host] ?? [] }
     }
 
     /// The entries a host serves, with their current verdicts, in entry order.

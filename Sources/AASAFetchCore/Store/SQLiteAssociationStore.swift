@@ -273,8 +273,11 @@ public struct SQLiteAssociationStore: AssociationStore {
                 INSERT INTO hosts (host, route, tier, added_at, next_check) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (host, route) DO NOTHING
                 """)
+            // A host added here is needed already (unneeded_since starts NULL): its needs skip the revive.
+            var needed: Set<HostKey> = []
             for registration in hosts {
                 try insertHost.execute(arguments: [registration.key.host, registration.key.route.rawValue, registration.tier, time, time])
+                if db.changesCount > 0 { needed.insert(registration.key) }
             }
             let insertNeed = try db.cachedStatement(sql: """
                 INSERT INTO entries (entry, app_id, route, service, host, added_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -283,7 +286,6 @@ public struct SQLiteAssociationStore: AssociationStore {
             let revive = try db.cachedStatement(sql: """
                 UPDATE hosts SET unneeded_since = NULL WHERE host = ? AND route = ? AND unneeded_since IS NOT NULL
                 """)
-            var needed: Set<HostKey> = []
             for need in needs {
                 try insertNeed.execute(arguments: [need.entry, need.appID, need.route.rawValue, need.service.name, need.host, time, time])
                 if needed.insert(need.key).inserted { try revive.execute(arguments: [need.host, need.route.rawValue]) }
