@@ -52,15 +52,13 @@ extension AASAFetchCommand {
         prepareProcess()
         let arguments = Array(CommandLine.arguments.dropFirst())
         let resolution: OptionSources.Resolution
+        let blame: OptionSources.Blame?
         do {
-            resolution = try OptionSources.resolve(arguments, environment: ProcessInfo.processInfo.environment)
+            (resolution, blame) = try OptionSources.resolveDeferringCheck(arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
             exit(reporting: error, console: console(for: arguments))
         }
-        for warning in resolution.warnings {
-            Console.standard.err(warning)
-        }
-        await run(arguments: resolution.arguments)
+        await run(arguments: resolution.arguments, warnings: resolution.warnings, blame: blame, commandLine: arguments)
     }
 
     /// The console for a run with `arguments`, told before parsing whether the run speaks JSON, so
@@ -78,10 +76,33 @@ extension AASAFetchCommand {
         return console
     }
 
-    static func run(arguments: [String]) async {
+    /// Parses `arguments` (the command line with the options of the environment and the config
+    /// file added), prints `warnings` and runs the command. When the parse fails, `blame` names the
+    /// added option at fault, reported as the command line (`commandLine`) alone would be; else the
+    /// parser's error is reported as before.
+    static func run(arguments: [String], warnings: [String] = [], blame: OptionSources.Blame? = nil, commandLine: [String]? = nil) async {
+        let parsed: any ParsableCommand
+        do {
+            parsed = try parseAsRoot(arguments)
+        } catch {
+            if let blame {
+                do {
+                    try blame.check(failure: error)
+                } catch let blamed {
+                    exit(reporting: blamed, console: console(for: commandLine ?? arguments))
+                }
+            }
+            for warning in warnings {
+                Console.standard.err(warning)
+            }
+            exit(reporting: error, console: console(for: arguments))
+        }
+        for warning in warnings {
+            Console.standard.err(warning)
+        }
         let console = console(for: arguments)
         do {
-            var command = try parseAsRoot(arguments)
+            var command = parsed
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

@@ -88,20 +88,40 @@ public enum OptionSources {
         _ arguments: [String], environment: [String: String], currentDirectory: String? = nil,
         root: any ParsableCommand.Type = AASAFetchCommand.self
     ) throws -> Resolution {
+        let (resolution, blame) = try resolveDeferringCheck(arguments, environment: environment, currentDirectory: currentDirectory, root: root)
+        if let blame {
+            do {
+                _ = try root.parseAsRoot(resolution.arguments)
+            } catch {
+                try blame.check(failure: error)
+            }
+        }
+        return resolution
+    }
+
+    /// ``resolve(_:environment:currentDirectory:root:)`` without parsing the combined arguments:
+    /// the caller parses them once, and only when that fails asks the ``Blame`` which setting is
+    /// at fault (the parse it would otherwise run first costs as much as the run's own).
+    /// - Returns: The resolution, and the blame when options were added from the environment or
+    ///   the config file.
+    public static func resolveDeferringCheck(
+        _ arguments: [String], environment: [String: String], currentDirectory: String? = nil,
+        root: any ParsableCommand.Type = AASAFetchCommand.self
+    ) throws -> (Resolution, Blame?) {
         let variables = environment.filter { $0.key.hasPrefix(environmentPrefix) && !nonOptionVariables.contains($0.key) }
         // Help, version and completion requests print the parser's own text: nothing to add.
         let beforeTerminator = arguments.prefix { $0 != "--" }
         if beforeTerminator.contains(where: { ["-h", "--help", "--version", "--experimental-dump-help"].contains($0) || $0.hasPrefix("--generate-completion-script") })
             || arguments.first == "help"
         {
-            return Resolution(arguments: arguments, warnings: [])
+            return (Resolution(arguments: arguments, warnings: []), nil)
         }
         // Nothing to read: no variable, no --config, no default file (the common case costs no
         // description of the command).
         let mentionsConfig = beforeTerminator.contains { $0 == "--config" || $0.hasPrefix("--config=") }
         let directory = currentDirectory ?? FileManager.default.currentDirectoryPath
         if variables.isEmpty, !mentionsConfig, !ConfigFile.defaultNames.contains(where: { ConfigFile.exists(in: directory, name: $0) }) {
-            return Resolution(arguments: arguments, warnings: [])
+            return (Resolution(arguments: arguments, warnings: []), nil)
         }
         let (command, consumed) = selectedCommand(arguments, root: root)
         let described = OptionSpec.arguments(of: command)
@@ -125,14 +145,14 @@ public enum OptionSources {
             layers += try fileLayers(file, command: command, options: options, root: root)
         }
         let injected = merge(commandLine: userArguments, layers: layers, arguments: described)
-        guard !injected.isEmpty else { return Resolution(arguments: arguments, warnings: warnings) }
+        guard !injected.isEmpty else { return (Resolution(arguments: arguments, warnings: warnings), nil) }
         let prefix = Array(arguments.prefix(consumed))
         // After the command line's own options (before a `--`), so that a mistake typed there
         // is the parser's first complaint.
         let terminator = userArguments.firstIndex(of: "--") ?? userArguments.endIndex
         let combined = prefix + userArguments[..<terminator] + injected.flatMap(\.arguments) + userArguments[terminator...]
-        try check(combined, settings: injected, commandLine: arguments, prefix: prefix, userArguments: userArguments, root: root)
-        return Resolution(arguments: combined, warnings: warnings)
+        let blame = Blame(settings: injected, commandLine: arguments, prefix: prefix, userArguments: userArguments, root: root)
+        return (Resolution(arguments: combined, warnings: warnings), blame)
     }
 
     /// The settings that apply: for each option, the first source that sets it — the command line,
@@ -353,25 +373,34 @@ public enum OptionSources {
 
     // MARK: - Checking the values
 
-    /// Parses the combined arguments; when they fail, finds the setting at fault and throws a
-    /// usage error that names its variable or its key in the config file.
-    ///
-    /// When the command line alone parses, the first setting that fails with it alone is at fault
-    /// (or, when each is fine alone, all of them together). When the command line alone fails too
-    /// (it may lack an input that a lower source gives), a setting is at fault when it fails with
-    /// the command line for another reason than the command line's own; the command line's own
-    /// error is left to the parser: it is what the user typed.
+    /// The options added to a command line, kept to say which one is at fault when the combined
+    /// arguments fail to parse.
+    public struct Blame {
+        var settings: [Setting]
+        var commandLine: [String]
+        var prefix: [String]
+        var userArguments: [String]
+        var root: any ParsableCommand.Type
+
+        /// After the combined arguments failed with `failure`: finds the setting at fault and
+        /// throws a usage error that names its variable or its key in the config file; returns
+        /// when the failure is the command line's own (the parser's error is then the one to report).
+        ///
+        /// When the command line alone parses, the first setting that fails with it alone is at
+        /// fault (or, when each is fine alone, all of them together). When the command line alone
+        /// fails too (it may lack an input that a lower source gives), a setting is at fault when it
+        /// fails with the command line for another reason than the command line's own; the command
+        /// line's own error is left to the parser: it is what the user typed.
+        public func check(failure: any Error) throws {
+            try OptionSources.check(failure: failure, settings: settings, commandLine: commandLine, prefix: prefix,
+                                    userArguments: userArguments, root: root)
+        }
+    }
+
     private static func check(
-        _ combined: [String], settings: [Setting], commandLine: [String], prefix: [String], userArguments: [String],
+        failure: any Error, settings: [Setting], commandLine: [String], prefix: [String], userArguments: [String],
         root: any ParsableCommand.Type
     ) throws {
-        let failure: any Error
-        do {
-            _ = try root.parseAsRoot(combined)
-            return
-        } catch {
-            failure = error
-        }
         var ownFailure: String?
         do {
             _ = try root.parseAsRoot(commandLine)
@@ -517,6 +546,14 @@ struct OptionSpec: Equatable {
     /// The options of every command below `root` (and of `root`), by command name, from one
     /// description of the whole tool (describing each command apart costs as much each time).
     static func optionsOfEveryCommand(_ root: any ParsableCommand.Type) -> [String: [OptionSpec]] {
+        let commands = OptionSources.allCommands(root)
+        // From the generated table when it has every command; else from one description of the
+        // whole tool (describing each command apart costs as much each time).
+        if commands.allSatisfy({ OptionTable.arguments[OptionTable.key(of: $0)] != nil }) {
+            var all: [String: [OptionSpec]] = [:]
+            for command in commands { all[command._commandName, default: []] += options(from: arguments(of: command)) }
+            return all
+        }
         guard let info = try? JSONDecoder().decode(ToolDescription.self, from: Data(root._dumpHelp().utf8)) else { return [:] }
         var all: [String: [OptionSpec]] = [:]
         func visit(_ command: ToolDescription.Command) {
@@ -527,8 +564,15 @@ struct OptionSpec: Equatable {
         return all
     }
 
-    /// The command's arguments as ArgumentParser describes them (hidden ones included).
+    /// The command's arguments as ArgumentParser describes them (hidden ones included): from the
+    /// table generated from that description (``OptionTable``), else from the description.
     static func arguments(of command: any ParsableCommand.Type) -> [ArgumentDescription] {
+        OptionTable.arguments[OptionTable.key(of: command)] ?? describedArguments(of: command)
+    }
+
+    /// The command's arguments from ArgumentParser's description of it (`_dumpHelp()`, a JSON text
+    /// decoded here: a few milliseconds a command, which ``OptionTable`` saves at start-up).
+    static func describedArguments(of command: any ParsableCommand.Type) -> [ArgumentDescription] {
         let text = command._dumpHelp()
         guard let info = try? JSONDecoder().decode(ToolDescription.self, from: Data(text.utf8)) else { return [] }
         return info.command.arguments ?? []
@@ -594,9 +638,43 @@ struct ToolDescription: Decodable {
     var command: Command
 }
 
+/// The arguments of every command as ArgumentParser describes them, kept in generated source
+/// (`OptionTable+Generated.swift`) so that a run does not describe its command to read them.
+/// `OptionTableTests` fails when the table differs from the description, and
+/// `AASA_REGENERATE=1 swift test --filter OptionTableTests` writes it again.
+enum OptionTable {
+    /// The table's key of a command: its type's full name.
+    static func key(of command: any ParsableCommand.Type) -> String {
+        String(reflecting: command)
+    }
+
+    /// The source of `OptionTable+Generated.swift` for the commands below `root` (and `root`).
+    static func source(root: any ParsableCommand.Type) -> String {
+        func literal(_ text: String?) -> String { text.map { String(reflecting: $0) } ?? "nil" }
+        var lines = [
+            "// Generated from ArgumentParser's description of the commands by",
+            "// `AASA_REGENERATE=1 swift test --filter OptionTableTests`; do not edit (see OptionTable).",
+            "",
+            "extension OptionTable {",
+            "    static let arguments: [String: [ArgumentDescription]] = [",
+        ]
+        for command in OptionSources.allCommands(root) {
+            lines.append("        \(literal(key(of: command))): [")
+            for argument in OptionSpec.describedArguments(of: command) {
+                let names = argument.names.map { "[" + $0.map { ".init(kind: \(literal($0.kind)), name: \(literal($0.name)))" }.joined(separator: ", ") + "]" } ?? "nil"
+                lines.append("            .init(kind: \(literal(argument.kind)), shouldDisplay: \(argument.shouldDisplay), isRepeating: \(argument.isRepeating),")
+                lines.append("                  names: \(names), valueName: \(literal(argument.valueName))),")
+            }
+            lines.append("        ],")
+        }
+        lines += ["    ]", "}", ""]
+        return lines.joined(separator: "\n")
+    }
+}
+
 /// One argument in ArgumentParser's tool description.
-struct ArgumentDescription: Decodable {
-    struct Name: Decodable {
+struct ArgumentDescription: Decodable, Equatable {
+    struct Name: Decodable, Equatable {
         /// `long`, `short` or `longWithSingleDash`.
         var kind: String
         var name: String

@@ -20,14 +20,28 @@ import Testing
         return try #require(try AASAFetchCommand.parseAsRoot(resolution.arguments) as? Fetch)
     }
 
-    /// The message and exit code of what `resolve` throws.
+    /// The message and exit code of what `resolve` throws. The run's own path (the check
+    /// deferred until its parse fails, ``OptionSources/Blame``) must blame the same setting.
     private func usageError(_ arguments: [String], _ environment: [String: String]) -> (message: String, code: Int32)? {
-        do {
-            _ = try resolve(arguments, environment)
-            return nil
-        } catch {
-            return (AASAFetchCommand.message(for: error), AASAFetchCommand.exitCode(for: error).rawValue)
+        func described(_ body: () throws -> Void) -> (message: String, code: Int32)? {
+            do {
+                try body()
+                return nil
+            } catch {
+                return (AASAFetchCommand.message(for: error), AASAFetchCommand.exitCode(for: error).rawValue)
+            }
         }
+        let eager = described { _ = try resolve(arguments, environment) }
+        let deferred = described {
+            let (resolution, blame) = try OptionSources.resolveDeferringCheck(arguments, environment: environment)
+            do {
+                _ = try AASAFetchCommand.parseAsRoot(resolution.arguments)
+            } catch {
+                try blame?.check(failure: error)
+            }
+        }
+        #expect(eager?.message == deferred?.message && eager?.code == deferred?.code, "\(String(describing: eager)) / \(String(describing: deferred))")
+        return eager
     }
 
     @Test func theNetworkOptionsComeFromTheEnvironmentForTheDefaultCommand() throws {
@@ -127,6 +141,7 @@ import Testing
         // The user's mistake is reported as usual, not blamed on a variable.
         let resolution = try resolve(["--concurrency", "x", "--domain", "applinks:a.test"], ["AASA_FETCH_MAX_TIME": "nope"])
         #expect(resolution.arguments.contains("--max-time=nope"))
+        #expect(usageError(["--concurrency", "x", "--domain", "applinks:a.test"], ["AASA_FETCH_MAX_TIME": "nope"]) == nil)
         #expect(throws: (any Error).self) { try AASAFetchCommand.parseAsRoot(resolution.arguments) }
     }
 
