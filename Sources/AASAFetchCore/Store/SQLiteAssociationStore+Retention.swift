@@ -66,6 +66,8 @@ extension SQLiteAssociationStore {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [host, route, time.timeIntervalSince1970, time.timeIntervalSince1970, body.count,
                                      digest, validators?.etag, validators?.lastModified, Data(body)])
+        // The host's first version: nothing to drop.
+        guard latest != nil else { return }
         try db.cachedStatement(sql: """
             DELETE FROM versions WHERE host = ? AND route = ? AND id NOT IN (
                 SELECT id FROM versions WHERE host = ? AND route = ? ORDER BY id DESC LIMIT ?)
