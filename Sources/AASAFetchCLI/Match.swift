@@ -2,6 +2,9 @@ import AASAFetchCore
 import ArgumentParser
 import CurlTransport
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension AASAFetchCommand {
     /// `aasa-fetch match`: which app a URL opens, as `swcutil` decides it.
@@ -204,47 +207,169 @@ extension AASAFetchCommand {
         /// The conformance line protocol: one ``CaseReply`` line per input line.
         private func runCases(_ path: String, console: Console) throws {
             console.expectJSON(lines: true)
-            let data: Data
+            var reader: CaseLineReader
             do {
-                data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
+                reader = try path == "-" ? CaseLineReader(descriptor: 0) : CaseLineReader(path: path)
             } catch {
-                throw CommandFailure(code: "file-unreadable", message: "cannot read \(path): \(error.localizedDescription)")
+                throw CommandFailure(code: "file-unreadable", message: "cannot read \(path): \(error)")
             }
+            defer { reader.close() }
+            // The association files compiled so far, by their bytes; a few, so that memory stays bounded.
             var cache: [Data: CompiledAssociation] = [:]
             var failed = false
-            for line in data.split(separator: UInt8(ascii: "\n")) where !line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) {
-                var reply = CaseReply()
+            while true {
+                let next: CaseLineReader.Line?
                 do {
-                    // The id is echoed exactly (any JSON value), so it is read with our parser.
-                    reply.id = (try? JSONParser.parse(Array(line)))?.root.member("id").map { CaseReply.ID($0.value) }
-                    guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
-                        throw CommandFailure(code: "invalid-line", message: "a line is not a JSON object")
-                    }
-                    guard let aasa = object["aasa"], let url = object["url"] as? String, let appID = object["appId"] as? String else {
-                        throw CommandFailure(code: "invalid-line", message: "a line needs aasa, url and appId")
-                    }
-                    let domain = object["domain"] as? String ?? ""
-                    let bytes = try JSONSerialization.data(withJSONObject: aasa, options: [.fragmentsAllowed])
-                    let compiled: CompiledAssociation
-                    if let cached = cache[bytes] {
-                        compiled = cached
-                    } else {
-                        compiled = CompiledAssociation(document: try Self.decode([UInt8](bytes), name: "aasa"))
-                        cache[bytes] = compiled
-                    }
-                    reply.decision = compiled.decide(url: url, appID: appID, domain: domain).decision.rawValue
-                } catch let failure as CommandFailure {
-                    failed = true
-                    reply.error = .init(code: failure.code, message: failure.message)
+                    next = try reader.next()
                 } catch {
+                    throw CommandFailure(code: "file-unreadable", message: "cannot read \(path): \(error)")
+                }
+                guard let next else { break }
+                var reply = CaseReply()
+                switch next {
+                case .tooLong:
                     failed = true
-                    reply.error = .init(code: "invalid-line", message: error.localizedDescription)
+                    reply.error = .init(code: "line-too-long", message: "a line is longer than \(CaseLineReader.maxLineBytes) bytes")
+                case .text(let line):
+                    guard !line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) else { continue }
+                    do {
+                        // The id is echoed exactly (any JSON value), so it is read with our parser.
+                        reply.id = (try? JSONParser.parse(line))?.root.member("id").map { CaseReply.ID($0.value) }
+                        guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
+                            throw CommandFailure(code: "invalid-line", message: "a line is not a JSON object")
+                        }
+                        guard let aasa = object["aasa"], let url = object["url"] as? String, let appID = object["appId"] as? String else {
+                            throw CommandFailure(code: "invalid-line", message: "a line needs aasa, url and appId")
+                        }
+                        let domain = object["domain"] as? String ?? ""
+                        let bytes = try JSONSerialization.data(withJSONObject: aasa, options: [.fragmentsAllowed])
+                        let compiled: CompiledAssociation
+                        if let cached = cache[bytes] {
+                            compiled = cached
+                        } else {
+                            compiled = CompiledAssociation(document: try Self.decode([UInt8](bytes), name: "aasa"))
+                            if cache.count >= CaseLineReader.compiledFilesKept { cache.removeAll() }
+                            cache[bytes] = compiled
+                        }
+                        reply.decision = compiled.decide(url: url, appID: appID, domain: domain).decision.rawValue
+                    } catch let failure as CommandFailure {
+                        failed = true
+                        reply.error = .init(code: failure.code, message: failure.message)
+                    } catch {
+                        failed = true
+                        reply.error = .init(code: "invalid-line", message: error.localizedDescription)
+                    }
                 }
                 try console.jsonLine(reply)
             }
             if failed { throw ExitStatus.failure }
         }
     }
+}
+
+/// The lines of `match --cases`, read as they arrive: a reader of the line protocol waits for each
+/// answer before it writes the next line, so nothing waits for the end of the input. Memory is
+/// bounded: a line longer than ``maxLineBytes`` is answered `line-too-long` and skipped up to its end.
+/// Lines end at LF only (a JSON text may hold U+2028 and other separators in its strings).
+struct CaseLineReader {
+    /// The longest line: 1 MiB (an association file is at most 128 KiB, escaped in its line).
+    static let maxLineBytes = 1 << 20
+    /// How many compiled association files `match --cases` keeps for the lines that repeat one.
+    static let compiledFilesKept = 32
+
+    /// What ``next()`` gives.
+    enum Line: Equatable {
+        /// A line without its LF.
+        case text([UInt8])
+        /// A line over ``maxLineBytes``, skipped.
+        case tooLong
+    }
+
+    private let descriptor: Int32
+    private let ownsDescriptor: Bool
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var atEnd = false
+    /// Whether the rest of a too-long line is being skipped.
+    private var skipping = false
+
+    /// Reads an open descriptor (standard input), left open by ``close()``.
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+        ownsDescriptor = false
+    }
+
+    /// Opens `path`.
+    init(path: String) throws(CaseReadError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw CaseReadError(errno: errno) }
+        var status = stat()
+        if fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+            Glibc.close(descriptor)
+            throw CaseReadError(errno: EISDIR)
+        }
+        self.descriptor = descriptor
+        ownsDescriptor = true
+    }
+
+    /// Closes the file it opened.
+    func close() {
+        if ownsDescriptor { Glibc.close(descriptor) }
+    }
+
+    /// The next line, or `nil` at the end of the input.
+    mutating func next() throws(CaseReadError) -> Line? {
+        var searchFrom = start
+        while true {
+            if let end = buffer[searchFrom...].firstIndex(of: UInt8(ascii: "\n")) {
+                let length = end - start
+                let line = skipping || length > Self.maxLineBytes ? [] : Array(buffer[start..<end])
+                start = end + 1
+                if skipping {
+                    skipping = false
+                    searchFrom = start
+                    continue
+                }
+                return length > Self.maxLineBytes ? .tooLong : .text(line)
+            }
+            if buffer.count - start > Self.maxLineBytes || (skipping && buffer.count > start) {
+                // Too long: answered once, then its bytes are dropped as they come.
+                buffer.removeAll(keepingCapacity: true)
+                start = 0
+                searchFrom = 0
+                if !skipping {
+                    skipping = true
+                    return .tooLong
+                }
+            }
+            if atEnd {
+                guard start < buffer.count, !skipping else { return nil }
+                let line = Array(buffer[start...])
+                start = buffer.count
+                return .text(line)
+            }
+            buffer.removeSubrange(0..<start)
+            start = 0
+            searchFrom = buffer.count
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw CaseReadError(errno: errno)
+            }
+            if count == 0 {
+                atEnd = true
+            } else {
+                buffer.append(contentsOf: chunk[..<count])
+            }
+        }
+    }
+}
+
+/// A `match --cases` input that cannot be read.
+struct CaseReadError: Error, CustomStringConvertible {
+    var errno: Int32
+    var description: String { String(cString: strerror(errno)) }
 }
 
 /// One reply of the conformance line protocol (`match --cases`): `{"schemaVersion", "id",

@@ -59,6 +59,56 @@ struct MatchCommandTests {
         #expect(lines[2].hasPrefix(#"{"schemaVersion":1,"id":3,"decision":null,"error":{"code":"not-an-association-file","message":"#))
     }
 
+    /// The line protocol answers each line as it arrives (a reader waits for each answer before it
+    /// writes the next line), answers a line over the limit `line-too-long` and goes on.
+    @Test func casesAreAnsweredAsTheyArrive() throws {
+        Loopback.ignoreSIGPIPE()
+        func request(_ id: Int) -> String {
+            #"{"id": \#(id), "aasa": {"applinks": {"details": [{"appIDs": ["ABCDE12345.a.b"], "components": [{"/": "/x"}]}]}}, "domain": "example.com", "appId": "ABCDE12345.a.b", "url": "https://example.com/x"}"#
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
+        process.arguments = ["match", "--cases", "-"]
+        process.environment = ChildProcess.inheritedEnvironment
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { ChildProcess.terminate(process) } }
+        let reader = output.fileHandleForReading
+        var read = Data()
+        // Reads until `lines` lines arrived (bounded).
+        func readLines(_ lines: Int) {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while read.count(where: { $0 == 10 }) < lines, ContinuousClock.now < deadline {
+                var descriptor = pollfd(fd: reader.fileDescriptor, events: Int16(POLLIN), revents: 0)
+                guard poll(&descriptor, 1, 200) > 0 else { continue }
+                let chunk = reader.availableData
+                if chunk.isEmpty { return }
+                read.append(chunk)
+            }
+        }
+        try input.fileHandleForWriting.write(contentsOf: Data((request(1) + "\n").utf8))
+        readLines(1)
+        #expect(String(decoding: read, as: UTF8.self) == #"{"schemaVersion":1,"id":1,"decision":"match","error":null}"# + "\n",
+                "the first line is answered while the input is still open")
+
+        var long = Data(repeating: UInt8(ascii: "x"), count: (1 << 20) + 10)
+        long.append(UInt8(ascii: "\n"))
+        try input.fileHandleForWriting.write(contentsOf: long)
+        try input.fileHandleForWriting.write(contentsOf: Data((request(3) + "\n").utf8))
+        try input.fileHandleForWriting.close()
+        readLines(3)
+        #expect(ChildProcess.waitForExit(process, timeout: .seconds(60)))
+        #expect(process.terminationStatus == 1, "a line could not be used")
+        let lines = String(decoding: read, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines.dropFirst().first == #"{"schemaVersion":1,"id":null,"decision":null,"error":{"code":"line-too-long","message":"a line is longer than 1048576 bytes"}}"#)
+        #expect(lines.last == #"{"schemaVersion":1,"id":3,"decision":"match","error":null}"#)
+    }
+
     /// `--aasa` with `--json`: one explanation per URL and app, with where it was decided.
     @Test func explainsAsJSONLines() throws {
         let file = TestPaths.repository.appendingPathComponent("examples/site/example.com/.well-known/apple-app-site-association")
