@@ -95,6 +95,8 @@ struct NginxTransportTests {
         #expect(leaf.subject.contains("aasa.test"))
         #expect(leaf.issuer.contains("AASA Test Root CA"))
         #expect(!leaf.notBefore.isEmpty && !leaf.notAfter.isEmpty)
+        // nginx logs a request after it sent the answer: the client may have it first.
+        _ = await waitUntil(timeout: .seconds(5)) { !fixture.server.requests().isEmpty }
         let logged = try #require(fixture.server.requests().last)
         #expect(logged.userAgent == "AASA-Bot/test")
         #expect(logged.uri == "/.well-known/apple-app-site-association")
@@ -118,6 +120,7 @@ struct NginxTransportTests {
         #expect(response.status == 301)
         #expect(response.redirectURL == "https://elsewhere.test/.well-known/apple-app-site-association")
         #expect(response.header("Location") == "https://elsewhere.test/.well-known/apple-app-site-association")
+        _ = await waitUntil(timeout: .seconds(5)) { !fixture.server.requests().isEmpty }
         #expect(fixture.server.requests().map(\.uri) == ["/redirect"])
     }
 
@@ -246,6 +249,7 @@ struct NginxTransportTests {
         await client.shutdown()
         #expect(statuses.count == 100)
         #expect(statuses.allSatisfy { $0 == 200 })
+        _ = await waitUntil(timeout: .seconds(5)) { fixture.server.requests().count >= 100 }
         let logged = fixture.server.requests()
         #expect(logged.count == 100)
         // One connection per host allowed: HTTP/2 multiplexes, HTTP/1.1 reuses the kept-alive connection.
