@@ -543,12 +543,11 @@ struct OptionSpec: Equatable {
         }
     }
 
-    /// The options of every command below `root` (and of `root`), by command name, from one
-    /// description of the whole tool (describing each command apart costs as much each time).
+    /// The options of every command below `root` (and of `root`), by command name: from the
+    /// generated table (``OptionTable``) when it has every command, else from one description of
+    /// the whole tool (describing each command apart costs as much each time).
     static func optionsOfEveryCommand(_ root: any ParsableCommand.Type) -> [String: [OptionSpec]] {
         let commands = OptionSources.allCommands(root)
-        // From the generated table when it has every command; else from one description of the
-        // whole tool (describing each command apart costs as much each time).
         if commands.allSatisfy({ OptionTable.arguments[OptionTable.key(of: $0)] != nil }) {
             var all: [String: [OptionSpec]] = [:]
             for command in commands { all[command._commandName, default: []] += options(from: arguments(of: command)) }
