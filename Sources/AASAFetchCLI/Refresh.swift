@@ -137,6 +137,7 @@ extension AASAFetchCommand {
             var broken = false
             var failure: CommandFailure?
             let pause = interval.flatMap(IntervalParser.seconds) ?? 900
+            let repeats = watch ? NotifyRepeats() : nil
             repeat {
                 do {
                     let started = ContinuousClock.now
@@ -149,7 +150,8 @@ extension AASAFetchCommand {
                     if forced != nil { renderForced(report, console: console) } else { render(report, console: console) }
                     try await writeMetrics(report, store: database, started: started, now: clock())
                     // After the pass: this pass's changes and any a previous run could not deliver, in order.
-                    try await deliverNotifications(notifier, store: database, owner: job.owner, now: clock, stop: stop, console: console)
+                    try await deliverNotifications(notifier, store: database, owner: job.owner, now: clock, stop: stop, console: console,
+                                                   repeats: repeats)
                     if report.descriptorShortages > 0 {
                         failure = .descriptorsExhausted(hosts: report.descriptorShortages)
                         break
@@ -178,6 +180,7 @@ extension AASAFetchCommand {
             _ job: RefreshJob, notifier: Notifier?, stop: StopSignal, clock: @escaping @Sendable () -> Date, location: String, console: Console
         ) async throws {
             let (json, quiet) = (self.json, self.quiet)
+            let repeats = NotifyRepeats()
             if !quiet {
                 console.err("aasa-fetch refresh: worker \(job.owner) on \(location): batches of \(job.batchSize), lease \(Int(job.leaseSeconds)) s")
             }
@@ -195,7 +198,7 @@ extension AASAFetchCommand {
                     case .idle:
                         break
                     case .notified(let report):
-                        if let notifier { NotifyOptions.render(report, url: notifier.url, quiet: quiet, console: console) }
+                        if let notifier { NotifyOptions.render(report, url: notifier.url, quiet: quiet, console: console, repeats: repeats, now: clock()) }
                     case .storeUnavailable(let error, let retry):
                         if !quiet { console.diagnostic(error.code, "\(error.message); retrying in \(Int(retry.rounded(.up))) s") }
                     case .pruned(let pruned):

@@ -272,8 +272,32 @@ struct NotifyCommandTests {
         let result = worker.finish(timeout: .seconds(30))
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stderr.contains("notify-failed: could not deliver the broke notification of h1.notify.example.com"), "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("takes notifications again: 3 notifications delivered after 1 failed delivery run"), "stderr: \(result.stderr)")
         let events = try Self.posts(receiver)
         #expect(Self.summary(events) == [Self.expectedChanges[0], Self.expectedChanges[0], Self.expectedChanges[0]] + Self.expectedChanges)
+    }
+
+    /// A worker whose webhook stays down tries again at every wake, and says so once, not at every wake.
+    @Test func aWebhookThatStaysDownIsReportedOnceByALongRunningRefresh() async throws {
+        let sites = try await Sites.start(count: 3)
+        defer { sites.stop() }
+        try sites.record()
+        try sites.change()
+        let store = try await sites.store()
+        try await (store as? SQLiteAssociationStore)?.setNextCheck(Date().addingTimeInterval(-1))
+        let receiver = try await Self.receiver(.respond(status: 500, body: "down"))
+        defer { receiver.stop() }
+        let worker = try StoreIntegrationTests.Running(["refresh", "--worker", "--interval", "1s", "--quiet"] + sites.network
+                                                       + (try Self.notify(receiver)), cache: sites.cache)
+        // Three delivery runs of three attempts each.
+        let tried = await waitUntil(timeout: .seconds(90), interval: .milliseconds(200)) { ((try? Self.posts(receiver)) ?? []).count >= 9 }
+        #expect(tried, "the worker tried again at its wakes")
+        kill(worker.process.processIdentifier, SIGTERM)
+        let result = worker.finish(timeout: .seconds(30))
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let warnings = result.stderr.components(separatedBy: "notify-failed: could not deliver").count - 1
+        #expect(warnings == 1, "stderr: \(result.stderr)")
+        #expect(try await store.queuedNotifications().count == 3, "the changes are still queued")
     }
 
     @Test func theWebhookIsRefusedOnLoopbackUnlessAllowedAndBadOptionsAreUsageErrors() async throws {
