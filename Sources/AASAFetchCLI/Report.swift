@@ -61,7 +61,8 @@ extension AASAFetchCommand {
                 throw CommandFailure(code: "report-unwritable", message: "--html \(html): \(error.message)")
             }
             let failing = page.count(.fails)
-            console.out("wrote \(html): \(page.hostCount) host(s), \(failing) failing, \(text.utf8.count / 1024) KiB")
+            let unneeded = page.unneededCount > 0 ? ", \(page.unneededCount) no longer needed left out" : ""
+            console.out("wrote \(html): \(page.hostCount) host(s), \(failing) failing\(unneeded), \(text.utf8.count / 1024) KiB")
         }
     }
 }

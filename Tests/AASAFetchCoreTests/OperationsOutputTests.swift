@@ -237,6 +237,29 @@ struct OperationsOutputTests {
         }
     }
 
+    /// A host no app needs any more is left out of the page (it is not checked any more) and counted.
+    @Test func hostsNoAppNeedsAreLeftOutAndCounted() throws {
+        func verdict(_ host: String, unneeded: Bool) -> StoredVerdict {
+            var state = HostState(key: HostKey(host: host), tier: 0,
+                                  lastResult: StoredResult(code: "http-client-error", reason: "HTTP 404", httpStatus: 404, url: "https://\(host)/x",
+                                                           headers: [], body: nil, fetchedAt: Date(timeIntervalSince1970: 1_800_000_000)),
+                                  nextCheck: Date(timeIntervalSince1970: 1_800_086_400), addedAt: Date(timeIntervalSince1970: 1_799_000_000))
+            state.unneededSince = unneeded ? Date(timeIntervalSince1970: 1_800_000_100) : nil
+            return StoredVerdict(state: state, needs: [])
+        }
+        var page = StatusPage()
+        page.add(verdict("kept.example", unneeded: false), history: [])
+        page.add(verdict("gone.example", unneeded: true), history: [])
+        #expect(page.hostCount == 1 && page.unneededCount == 1 && page.count(.fails) == 1)
+        let html = try Self.expanded(page.render(store: "s", generatedAt: Date(timeIntervalSince1970: 1_800_000_000), version: "test")).page
+        #expect(html.contains("kept.example") && !html.contains("gone.example"))
+        #expect(html.contains("1 host no app needs any more is left out"))
+
+        var all = StatusPage()
+        all.add(verdict("kept.example", unneeded: false), history: [])
+        #expect(!all.render(store: "s", generatedAt: Date(timeIntervalSince1970: 1_800_000_000), version: "test").contains("left out"))
+    }
+
     @Test func approvedFilesAreIndentedInSourceOrder() throws {
         let body = ##"{"webcredentials":{"apps":["A.b"]},"applinks":{"details":[{"appIDs":["A.b","C.d"],"components":[{"/":"/x","#":"no_universal_links","exclude":true}]}]}}"##
         var state = HostState(key: HostKey(host: "example.com"), tier: 0,

@@ -31,12 +31,21 @@ public struct StatusPage: Sendable {
     /// The number of hosts added.
     public var hostCount: Int { rows.count }
 
+    /// Hosts left out because no app needs them any more (``HostState/unneededSince``): they are
+    /// not checked, so their state is old news, and refresh removes them after the grace period.
+    public private(set) var unneededCount = 0
+
     /// The number of hosts in a state.
     public func count(_ status: StoredVerdict.Status) -> Int { counts[status] ?? 0 }
 
     /// Adds a host: its verdict (with its approved body loaded) and its latest history events,
     /// oldest first. Its markup is made now, so the body need not be kept.
+    /// A host no app needs any more is only counted (``unneededCount``).
     public mutating func add(_ verdict: StoredVerdict, history: [HistoryEvent]) {
+        guard verdict.state.unneededSince == nil else {
+            unneededCount += 1
+            return
+        }
         counts[verdict.status, default: 0] += 1
         let markup = hostMarkup(verdict, history: Array(history.suffix(historyLimit)))
         rows.append((Self.rank(verdict.status), verdict.state.key.host, verdict.state.key.route.rawValue, markup.summary, markup.body))
@@ -68,8 +77,11 @@ public struct StatusPage: Sendable {
         for status in [StoredVerdict.Status.fails, .associates, .unjudged, .pending] {
             html += " <span class=\"badge s-\(status.rawValue)\">\(Self.mark(status)) \(Self.label(status)) \(count(status))</span>"
         }
+        html += "</p>\n"
+        if unneededCount > 0 {
+            html += "<p class=\"meta\">\(unneededCount) host\(unneededCount == 1 ? " no app needs any more is" : "s no app needs any more are") left out: not checked any more, removed by refresh after the grace period (<code>--prune-after</code>).</p>\n"
+        }
         html += """
-            </p>
             <form id="controls" role="search" onsubmit="return false">
             <label>Filter <input id="q" type="search" placeholder="host, code, app ID, entry" autocomplete="off" spellcheck="false"></label>
             <label>State <select id="state"><option value="">every state</option>
