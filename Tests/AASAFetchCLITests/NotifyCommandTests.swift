@@ -249,19 +249,39 @@ struct NotifyCommandTests {
         #expect(try await sites.store().queuedNotifications().isEmpty)
     }
 
-    @Test func aWorkerDeliversAfterItsBatchAndTriesAgainOnItsNextWake() async throws {
+    /// Three recorded hosts, two of them changed and due, and a worker (`--interval 1s`) that
+    /// notifies a receiver answering with `behavior`. The caller stops the sites and the receiver.
+    static func changedSitesAndWorker(
+        receiving behavior: FaultBehavior
+    ) async throws -> (sites: Sites, store: any AssociationStore, receiver: FaultServer, worker: StoreIntegrationTests.Running) {
         let sites = try await Sites.start(count: 3)
-        defer { sites.stop() }
-        try sites.record()
-        try sites.change()
-        let store = try await sites.store()
-        try await (store as? SQLiteAssociationStore)?.setNextCheck(Date().addingTimeInterval(-1))
+        do {
+            try sites.record()
+            try sites.change()
+            let store = try await sites.store()
+            try await (store as? SQLiteAssociationStore)?.setNextCheck(Date().addingTimeInterval(-1))
+            let receiver = try await Self.receiver(behavior)
+            do {
+                let worker = try StoreIntegrationTests.Running(["refresh", "--worker", "--interval", "1s", "--quiet"] + sites.network
+                                                               + (try Self.notify(receiver)), cache: sites.cache)
+                return (sites, store, receiver, worker)
+            } catch {
+                receiver.stop()
+                throw error
+            }
+        } catch {
+            sites.stop()
+            throw error
+        }
+    }
+
+    @Test func aWorkerDeliversAfterItsBatchAndTriesAgainOnItsNextWake() async throws {
         // The receiver fails the worker's first delivery (three 500s), then accepts everything.
         let failing = FaultBehavior.respond(status: 500, body: "down")
-        let receiver = try await Self.receiver(.sequence([failing, failing, failing, .respond(status: 200, body: "ok")]))
+        let (sites, store, receiver, worker) = try await Self.changedSitesAndWorker(
+            receiving: .sequence([failing, failing, failing, .respond(status: 200, body: "ok")]))
+        defer { sites.stop() }
         defer { receiver.stop() }
-        let worker = try StoreIntegrationTests.Running(["refresh", "--worker", "--interval", "1s", "--quiet"] + sites.network
-                                                       + (try Self.notify(receiver)), cache: sites.cache)
         let delivered = await waitUntil(timeout: .seconds(60), interval: .milliseconds(200)) {
             let ids = Set(((try? Self.posts(receiver)) ?? []).compactMap { $0["id"] as? String })
             let queued = (try? await store.queuedNotifications().count) ?? -1
@@ -279,16 +299,9 @@ struct NotifyCommandTests {
 
     /// A worker whose webhook stays down tries again at every wake, and says so once, not at every wake.
     @Test func aWebhookThatStaysDownIsReportedOnceByALongRunningRefresh() async throws {
-        let sites = try await Sites.start(count: 3)
+        let (sites, store, receiver, worker) = try await Self.changedSitesAndWorker(receiving: .respond(status: 500, body: "down"))
         defer { sites.stop() }
-        try sites.record()
-        try sites.change()
-        let store = try await sites.store()
-        try await (store as? SQLiteAssociationStore)?.setNextCheck(Date().addingTimeInterval(-1))
-        let receiver = try await Self.receiver(.respond(status: 500, body: "down"))
         defer { receiver.stop() }
-        let worker = try StoreIntegrationTests.Running(["refresh", "--worker", "--interval", "1s", "--quiet"] + sites.network
-                                                       + (try Self.notify(receiver)), cache: sites.cache)
         // Three delivery runs of three attempts each.
         let tried = await waitUntil(timeout: .seconds(90), interval: .milliseconds(200)) { ((try? Self.posts(receiver)) ?? []).count >= 9 }
         #expect(tried, "the worker tried again at its wakes")
