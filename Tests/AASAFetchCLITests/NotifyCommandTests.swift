@@ -3,6 +3,7 @@ import AASAFetchTestSupport
 import Foundation
 import Glibc
 import PostgresClient
+import Synchronization
 import Testing
 
 /// `refresh --notify URL` end to end with the real binary: sites served by nginx change, and a
@@ -49,7 +50,21 @@ struct NotifyCommandTests {
             }
             try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(body.utf8).write(to: file)
+            // Each file served gets its own modification time, so a file served again has new
+            // validators: nginx's ETag and Last-Modified count whole seconds, and a run fast enough
+            // to serve it twice in one second got a 304 for the second.
+            let second = Self.served.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            try FileManager.default.setAttributes([.modificationDate: Self.servedEpoch.addingTimeInterval(TimeInterval(second))],
+                                                  ofItemAtPath: file.path)
         }
+
+        /// Files served so far by every `Sites` of the process (their modification times).
+        static let served = Mutex(0)
+        /// Before the first file served: whole seconds, in the past.
+        static let servedEpoch = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 100_000).rounded(.down))
 
         func stop() {
             nginx.stop()
