@@ -276,6 +276,8 @@ struct CaseLineReader {
     static let maxLineBytes = 1 << 20
     /// How many compiled association files `match --cases` keeps for the lines that repeat one.
     static let compiledFilesKept = 32
+    /// Bytes asked of each `read(2)`.
+    static let readSize = 64 * 1024
 
     /// What ``next()`` gives.
     enum Line: Equatable {
@@ -351,17 +353,16 @@ struct CaseLineReader {
             buffer.removeSubrange(0..<start)
             start = 0
             searchFrom = buffer.count
-            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            // Read straight into the buffer's spare room (no chunk allocated per read).
+            let filled = buffer.count
+            buffer.append(contentsOf: repeatElement(0, count: Self.readSize))
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, Self.readSize) }
+            buffer.removeSubrange((filled + max(0, count))...)
             if count < 0 {
                 if errno == EINTR { continue }
                 throw CaseReadError(errno: errno)
             }
-            if count == 0 {
-                atEnd = true
-            } else {
-                buffer.append(contentsOf: chunk[..<count])
-            }
+            if count == 0 { atEnd = true }
         }
     }
 }
