@@ -117,7 +117,7 @@ enum StoreSession {
 
     /// ``registerInChunks(plan:appIDs:in:now:chunk:)`` from a run spool: `chunk` hosts at a time
     /// in start order, each with the entries that need it, so the list is never held whole. Hosts
-    /// are keyed by the route they are fetched on, as ``RoutedRun/split(_:route:)`` plans them:
+    /// are keyed by the route they are fetched on (``RouteChoice/downloads(servesPlain:servesModes:)``):
     /// with `cdn`, a host's entries without a mode on (host, cdn) and its `?mode=` entries on
     /// (host, origin); with `origin` and `both`, every entry on (host, origin).
     static func registerInChunks(spool: RunSpool, route: RouteChoice, appIDs: [String], in store: any AssociationStore, now: Date,
@@ -163,20 +163,17 @@ enum StoreSession {
     }
 
     /// After a fetch run registered every host at `registeredAt`: its needs become the whole set
-    /// of its app IDs (none: the set without an app ID) on its routes, so entries and hosts the
-    /// app no longer has stop being needed (``AssociationStore/retireNeeds(appIDs:routes:registeredBefore:now:)``).
-    /// Hosts that became unneeded are named in a note on standard error (`console`, unless quiet).
+    /// of its app IDs (none: the set without an app ID) in the scopes the run registers
+    /// (``RouteChoice/needScopes``), so entries and hosts the app no longer has stop being needed
+    /// (``AssociationStore/retireNeeds(appIDs:scopes:registeredBefore:now:)``), and the needs
+    /// another route registered stay. Hosts that became unneeded are named in a note on standard
+    /// error (`console`, unless quiet).
     static func replaceSets(
         appIDs: [String], route: RouteChoice, registeredAt: Date, in store: any AssociationStore, console: Console?
     ) async throws(CommandFailure) {
-        let routes: [Route] = switch route {
-        case .origin: [.origin]
-        case .cdn: [.cdn]
-        case .both: [.origin, .cdn]
-        }
         let retired: RetiredNeeds
         do {
-            retired = try await store.retireNeeds(appIDs: appIDs.isEmpty ? [""] : appIDs, routes: routes,
+            retired = try await store.retireNeeds(appIDs: appIDs.isEmpty ? [""] : appIDs, scopes: route.needScopes,
                                                   registeredBefore: registeredAt, now: registeredAt)
         } catch {
             throw CommandFailure(storeCall: error)

@@ -248,11 +248,11 @@ final class PlanSource: RunSource {
 
 /// A run's entries, hosts and verdicts in a ``RunSpool`` (`--domains` lists of any length, every
 /// route): hosts are read a page at a time as the window admits them, and each host's entries are
-/// loaded, judged and written back when its result comes. The downloads are those of
-/// ``RoutedRun/split(_:route:)`` and ``PlanSource``, in the same order: with `cdn`, a host's
-/// entries without a mode through the CDN, then its `?mode=` entries from the origin (one or two
-/// downloads); with `both`, each host from the origin with its CDN download alongside when it has
-/// entries without a mode.
+/// loaded, judged and written back when its result comes. The downloads are those of the route
+/// rule (``RouteChoice/downloads(servesPlain:servesModes:)``), as for ``PlanSource``: with `cdn`,
+/// a host's entries without a mode through the CDN, then its `?mode=` entries from the origin (one
+/// or two downloads); with `both`, each host from the origin with its CDN download alongside when
+/// it has entries without a mode.
 final class SpoolSource: RunSource {
     let spool: RunSpool
     let route: RouteChoice
@@ -266,7 +266,7 @@ final class SpoolSource: RunSource {
     /// A download admitted and not yet judged: its host's tier and the entries it serves.
     private struct Admitted {
         var tier: Int
-        var entries: RunSpool.HostEntries
+        var entries: DownloadEntries
     }
 
     /// The downloads admitted and not yet judged, by start position (bounded by the window and
@@ -283,7 +283,7 @@ final class SpoolSource: RunSource {
     }
 
     /// The downloads of one host on the source's route, in start order.
-    private func units(of host: RunSpool.SpooledHost) -> [(RunFetch, RunSpool.HostEntries)] {
+    private func units(of host: RunSpool.SpooledHost) -> [(RunFetch, DownloadEntries)] {
         host.downloads(on: route).map { download in
             func planned(_ route: Route) -> PlannedFetch {
                 PlannedFetch(host: host.host, route: route, tier: host.tier, entryIndexes: [])
@@ -296,7 +296,7 @@ final class SpoolSource: RunSource {
         var cursor = spool.hostCursor(pageSize: Self.pageSize, forJudging: true)
         var position = 0
         // The downloads of the host read last that are not admitted yet (at most one: `cdn`'s origin side).
-        var queued: [(RunFetch, RunSpool.HostEntries)] = []
+        var queued: [(RunFetch, DownloadEntries)] = []
         var failure: (any Error)?
         await fetcher.fetchEach(next: { () -> RunFetch? in
             do {

@@ -146,6 +146,37 @@ struct RefreshRoutesTests {
         #expect(changedHosts.filter { $0["host"] as? String == "both.test" }.allSatisfy { $0["httpStatus"] as? Int == 304 })
     }
 
+    /// Runs of one app on different routes share a store: each replaces only what its route
+    /// records (`cdn`: the plain entries on the CDN, the `?mode=` ones on the origin; `origin` and
+    /// `both`: every entry on the origin), so a `both` run does not retire a `cdn` run's CDN rows.
+    @Test func eachRouteReplacesOnlyWhatItRecords() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let entries = ["--domain", "applinks:both.test", "--domain", "applinks:both.test?mode=developer", "--domain", "applinks:cdnonly.test"]
+        func run(_ route: String, _ entries: [String]) throws -> ToolRunner.Result {
+            let result = try fixture.run(fixture.network + ["--route", route, "--app-id", Self.appID, "--json"] + entries)
+            #expect(result.status == 0, "\(route): \(result.stdout)\n\(result.stderr)")
+            return result
+        }
+        func unneeded() async throws -> Set<HostKey> {
+            Set(try await fixture.store().allHosts().filter { $0.unneededSince != nil }.map(\.key))
+        }
+        _ = try run("cdn", entries)
+        let both = try run("both", entries)
+        #expect(!both.stderr.contains("no longer needed"), "\(both.stderr)")
+        _ = try run("origin", entries)
+        #expect(try await unneeded().isEmpty)
+        #expect(try await fixture.store().allHosts().count == 4, "both.test and cdnonly.test on each route")
+
+        // A CDN run without cdnonly.test drops its CDN row only; the origin runs' rows stay.
+        let dropped = try run("cdn", ["--domain", "applinks:both.test", "--domain", "applinks:both.test?mode=developer"])
+        #expect(dropped.stderr.contains("1 host is no longer needed") && dropped.stderr.contains("cdnonly.test"), "\(dropped.stderr)")
+        #expect(try await unneeded() == [HostKey(host: "cdnonly.test", route: .cdn)])
+        let show = try fixture.run(["show", "--json"])
+        let hosts = try #require(try show.json()["hosts"] as? [[String: Any]], "\(show.stdout)")
+        #expect(hosts.filter { $0["unneededSince"] is String }.map { "\($0["host"] ?? "") \($0["route"] ?? "")" } == ["cdnonly.test cdn"], "\(hosts)")
+    }
+
     @Test func refreshValidatesTheCDNBase() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-refresh-base-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -162,7 +162,7 @@ struct RunSpoolTests {
             #expect(try spool.sizes(route: route).fetches == routed.fetches.count)
             #expect(try spool.sizes(route: .origin).fetches == spool.sizes().hosts)
             var cursor = spool.hostCursor(pageSize: 3, forJudging: readAhead)
-            var units: [(host: RunSpool.SpooledHost, route: Route, entries: RunSpool.HostEntries, compared: Bool)] = []
+            var units: [(host: RunSpool.SpooledHost, route: Route, entries: DownloadEntries, compared: Bool)] = []
             while let host = try cursor.next() {
                 if route == .both {
                     units.append((host, .origin, .all, host.servesPlain))

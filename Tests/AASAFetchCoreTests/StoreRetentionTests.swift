@@ -14,14 +14,14 @@ enum RetentionContract {
 
     static func key(_ host: String, _ route: Route = .origin) -> HostKey { HostKey(host: host, route: route) }
 
-    /// Registers `hosts` for `appID` at `at`, then makes them its whole set on `routes`.
+    /// Registers `hosts` for `appID` at `at`, then makes them its whole set in `scopes`.
     static func record(_ store: any AssociationStore, app appID: String, _ hosts: [HostKey], at: Date,
-                       routes: [Route] = [.origin]) async throws -> RetiredNeeds {
+                       scopes: [NeedScope] = RouteChoice.origin.needScopes) async throws -> RetiredNeeds {
         _ = try await store.register(
             hosts: hosts.map { HostRegistration(key: $0, tier: 0) },
             needs: hosts.map { EntryNeed(entry: "applinks:\($0.host)", service: .applinks, host: $0.host, route: $0.route, appID: appID) },
             now: at)
-        return try await store.retireNeeds(appIDs: [appID], routes: routes, registeredBefore: at, now: at)
+        return try await store.retireNeeds(appIDs: [appID], scopes: scopes, registeredBefore: at, now: at)
     }
 
     static func approve(_ store: any AssociationStore, _ host: String, json: String, etag: String? = nil, at: Date) async throws {
@@ -32,6 +32,7 @@ enum RetentionContract {
 
     static let checks: [(name: String, run: @Sendable (any AssociationStore) async throws -> Void)] = [
         ("recording an app's set again makes the hosts it dropped unneeded", replaceOnRecord),
+        ("a run replaces only the needs its route registers", replaceByRoute),
         ("unneeded hosts are pruned after the grace period, in batches", pruneUnneeded),
         ("history is pruned by age, in batches", pruneHistory),
         ("the last approved files are kept, an equal one only confirms", versions),
@@ -40,7 +41,8 @@ enum RetentionContract {
     static func replaceOnRecord(_ store: any AssociationStore) async throws {
         let (a, b, c) = (key("a.example"), key("b.example"), key("c.example"))
         let cdnA = key("a.example", .cdn)
-        #expect(try await record(store, app: appA, [a, b, cdnA], at: t0, routes: [.origin, .cdn]).unneededHosts.isEmpty)
+        #expect(try await record(store, app: appA, [a, b, cdnA], at: t0,
+                                       scopes: [NeedScope(route: .origin, entries: .all), NeedScope(route: .cdn, entries: .all)]).unneededHosts.isEmpty)
         #expect(try await record(store, app: appB, [b], at: t0).unneededHosts.isEmpty)
 
         // A drops b: B still needs it.
@@ -80,6 +82,52 @@ enum RetentionContract {
         #expect(try await store.claimDue(now: later, limit: 10, leaseSeconds: 600, owner: "again").hosts.map(\.key).contains(b))
     }
 
+    /// Runs of one app on different routes: each replaces the needs in the scopes its route
+    /// registers (``RouteChoice/needScopes``) and leaves the others' alone.
+    static func replaceByRoute(_ store: any AssociationStore) async throws {
+        let plain = key("p.example"), plainCDN = key("p.example", .cdn), moded = key("m.example")
+        /// Registers a run on `route` of the entries `plain` and `moded` name (at most one each),
+        /// as the route rule keys them, then replaces the app's set.
+        func run(_ route: RouteChoice, plain hasPlain: Bool, moded hasModed: Bool, at: Date) async throws -> RetiredNeeds {
+            var hosts: [HostRegistration] = []
+            var needs: [EntryNeed] = []
+            for (host, isModed, present) in [("p.example", false, hasPlain), ("m.example", true, hasModed)] where present {
+                for download in route.downloads(servesPlain: !isModed, servesModes: isModed) {
+                    hosts.append(HostRegistration(key: key(host, download.route), tier: 0))
+                    needs.append(EntryNeed(entry: "applinks:\(host)" + (isModed ? "?mode=developer" : ""), service: .applinks,
+                                           host: host, route: download.route, appID: appA))
+                }
+            }
+            _ = try await store.register(hosts: hosts, needs: needs, now: at)
+            return try await store.retireNeeds(appIDs: [appA], scopes: route.needScopes, registeredBefore: at, now: at)
+        }
+        func needed() async throws -> Set<HostKey> {
+            let needs = try await store.needs(for: [plain, plainCDN, moded])
+            return Set(needs.filter { !$0.value.isEmpty }.keys)
+        }
+
+        _ = try await run(.origin, plain: true, moded: false, at: t0)
+        _ = try await run(.cdn, plain: true, moded: true, at: t0.addingTimeInterval(60))
+        // The CDN run keeps the origin run's plain need on the origin.
+        #expect(try await needed() == [plain, plainCDN, moded])
+        // A `both` run (the origin, compared with the CDN) keeps the CDN run's need on the CDN.
+        let both = try await run(.both, plain: true, moded: true, at: t0.addingTimeInterval(120))
+        #expect(both.needs == 0 && both.unneededHosts.isEmpty, "\(both)")
+        #expect(try await needed() == [plain, plainCDN, moded])
+        // A CDN run without the `?mode=` entry drops it from the origin, and only it.
+        let dropped = try await run(.cdn, plain: true, moded: false, at: t0.addingTimeInterval(180))
+        #expect(dropped.needs == 1 && dropped.unneededHosts == [moded], "\(dropped)")
+        #expect(try await needed() == [plain, plainCDN])
+        // A CDN run without the plain entry drops its CDN need; the origin's stays.
+        let cdnDropped = try await run(.cdn, plain: false, moded: false, at: t0.addingTimeInterval(240))
+        #expect(cdnDropped.unneededHosts == [plainCDN], "\(cdnDropped)")
+        #expect(try await needed() == [plain])
+        // An origin run without it drops the last.
+        let originDropped = try await run(.origin, plain: false, moded: false, at: t0.addingTimeInterval(300))
+        #expect(originDropped.unneededHosts == [plain], "\(originDropped)")
+        #expect(try await needed().isEmpty)
+    }
+
     static func pruneUnneeded(_ store: any AssociationStore) async throws {
         let hosts = ["p1.example", "p2.example", "p3.example", "keep.example"].map { key($0) }
         _ = try await record(store, app: appA, hosts, at: t0)
@@ -104,7 +152,7 @@ enum RetentionContract {
         #expect(try await store.versions(of: hosts[3], bodies: false).count == 1)
         // Keeping unneeded hosts: nothing is pruned.
         _ = try await record(store, app: appA, [], at: dropped)
-        _ = try await store.retireNeeds(appIDs: [appA], routes: [.origin], registeredBefore: dropped.addingTimeInterval(1), now: dropped)
+        _ = try await store.retireNeeds(appIDs: [appA], scopes: RouteChoice.origin.needScopes, registeredBefore: dropped.addingTimeInterval(1), now: dropped)
         let kept = try await RetentionPolicy(pruneAfter: nil, keepHistory: nil).prune(store, now: dropped.addingTimeInterval(400 * 86400))
         let remaining = try await store.allHosts()
         #expect(kept.isEmpty && remaining.count == 1)

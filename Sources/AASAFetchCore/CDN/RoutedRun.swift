@@ -8,6 +8,95 @@ public enum RouteChoice: String, Sendable, Codable, Hashable, CaseIterable {
     case both
 }
 
+/// Which of a host's entries one download serves, or one need scope covers.
+public enum DownloadEntries: String, Sendable, Hashable, CaseIterable {
+    /// Every entry of the host (the origin route; the origin side of `--route both`).
+    case all
+    /// The entries without a mode (`--route cdn`'s CDN download).
+    case plain
+    /// The `?mode=…` entries (`--route cdn`'s origin download).
+    case moded
+
+    /// Whether this download serves `entry`.
+    public func includes(_ entry: AssociatedDomainEntry) -> Bool { includes(moded: entry.mode != nil) }
+
+    /// Whether this download serves an entry with (`moded`) or without a mode.
+    public func includes(moded: Bool) -> Bool {
+        switch self {
+        case .all: true
+        case .plain: !moded
+        case .moded: moded
+        }
+    }
+}
+
+/// One download of a host on a run's route: the route it is fetched on and the store keys it
+/// by, the entries it serves, and whether the CDN's answer is fetched alongside and compared
+/// (`--route both`). ``RouteChoice/downloads(servesPlain:servesModes:)`` makes them.
+public struct RoutedDownload: Sendable, Hashable {
+    /// The route the download is fetched on and the store keys it by.
+    public var route: Route
+    /// The host's entries it serves.
+    public var entries: DownloadEntries
+    /// Whether the CDN's answer is fetched alongside and compared (`--route both`).
+    public var comparedWithCDN: Bool
+
+    /// Creates a download.
+    public init(route: Route, entries: DownloadEntries, comparedWithCDN: Bool) {
+        self.route = route
+        self.entries = entries
+        self.comparedWithCDN = comparedWithCDN
+    }
+}
+
+extension RouteChoice {
+    /// The route rule, the one place it is written: the downloads of a host that serves entries
+    /// without a mode (`servesPlain`) and with one (`servesModes`), in start order.
+    /// - `origin`: one download from the origin, for every entry;
+    /// - `cdn`: the plain entries through Apple's CDN, then the `?mode=` entries from the origin
+    ///   (devices fetch those directly);
+    /// - `both`: one download from the origin for every entry, compared with the CDN's answer when
+    ///   the host has plain entries (the origin decides the verdicts).
+    ///
+    /// The in-memory plan (``RoutedRun/split(_:route:)``), the spooled list
+    /// (``RunSpool/SpooledHost/downloads(on:)``, ``RunSpool/sizes(route:)``) and the store's needs
+    /// (``needScopes``) all follow it.
+    public func downloads(servesPlain: Bool, servesModes: Bool) -> [RoutedDownload] {
+        switch self {
+        case .origin:
+            return [RoutedDownload(route: .origin, entries: .all, comparedWithCDN: false)]
+        case .cdn:
+            return (servesPlain ? [RoutedDownload(route: .cdn, entries: .plain, comparedWithCDN: false)] : [])
+                + (servesModes ? [RoutedDownload(route: .origin, entries: .moded, comparedWithCDN: false)] : [])
+        case .both:
+            return [RoutedDownload(route: .origin, entries: .all, comparedWithCDN: servesPlain)]
+        }
+    }
+
+    /// The needs a run on this route registers, so the ones whose set it replaces
+    /// (``AssociationStore/retireNeeds(appIDs:scopes:registeredBefore:now:)``): each download's
+    /// route with the kind of entries it serves. A `cdn` run so leaves the plain entries an
+    /// `origin` run registered on the origin alone, and a `both` run the ones a `cdn` run
+    /// registered on the CDN.
+    public var needScopes: [NeedScope] {
+        downloads(servesPlain: true, servesModes: true).map { NeedScope(route: $0.route, entries: $0.entries) }
+    }
+}
+
+/// The needs of one route and one kind of entries (with a `?mode=` or without; or all).
+public struct NeedScope: Sendable, Hashable {
+    /// The route the needs are registered on.
+    public var route: Route
+    /// Which entries: those with a mode, those without, or all.
+    public var entries: DownloadEntries
+
+    /// Creates a scope.
+    public init(route: Route, entries: DownloadEntries) {
+        self.route = route
+        self.entries = entries
+    }
+}
+
 /// Apple's CDN's answer for one host, as the `cdn` sub-record of a domain record.
 ///
 /// JSON shape (every key present): `{"url", "code", "associated", "reason", "httpStatus",
@@ -73,32 +162,28 @@ public struct CDNRecord: Sendable, Encodable {
 /// answers. The run itself is the one pipeline of every fetch (`RouteFetcher.fetchEach(next:handle:)`,
 /// then the judge and the sinks, host by host in start order).
 public enum RoutedRun {
-    /// Splits a plan by route. `?mode=developer`/`managed` entries always go to the origin; with
-    /// `cdn` a host with both kinds of entries is fetched once per route; with `both` the verdict
-    /// plan stays the origin's and the CDN fetches are returned for comparison.
+    /// Splits a plan by route with ``RouteChoice/downloads(servesPlain:servesModes:)``: each
+    /// fetch becomes its downloads on `route` (with `cdn` a host with both kinds of entries is
+    /// fetched once per route); with `both` the verdict plan stays the origin's and the CDN
+    /// fetches are returned for comparison.
     public static func split(_ plan: FetchPlan, route: RouteChoice) -> (plan: FetchPlan, comparison: [PlannedFetch]) {
-        func isDirect(_ index: Int) -> Bool { plan.entries[index].mode != nil }
-        switch route {
-        case .origin:
-            return (plan, [])
-        case .cdn:
-            var routed = plan
-            routed.fetches = plan.fetches.flatMap { fetch -> [PlannedFetch] in
-                let viaCDN = fetch.entryIndexes.filter { !isDirect($0) }
-                let direct = fetch.entryIndexes.filter(isDirect)
-                var split: [PlannedFetch] = []
-                if !viaCDN.isEmpty { split.append(PlannedFetch(host: fetch.host, route: .cdn, tier: fetch.tier, entryIndexes: viaCDN)) }
-                if !direct.isEmpty { split.append(PlannedFetch(host: fetch.host, route: .origin, tier: fetch.tier, entryIndexes: direct)) }
-                return split
+        var routed = plan
+        routed.fetches = []
+        var comparison: [PlannedFetch] = []
+        for fetch in plan.fetches {
+            let moded = fetch.entryIndexes.map { plan.entries[$0].mode != nil }
+            let downloads = route.downloads(servesPlain: moded.contains(false), servesModes: moded.contains(true))
+            for download in downloads {
+                func served(_ kind: DownloadEntries) -> [Int] {
+                    zip(fetch.entryIndexes, moded).filter { kind.includes(moded: $0.1) }.map(\.0)
+                }
+                routed.fetches.append(PlannedFetch(host: fetch.host, route: download.route, tier: fetch.tier, entryIndexes: served(download.entries)))
+                if download.comparedWithCDN {
+                    comparison.append(PlannedFetch(host: fetch.host, route: .cdn, tier: fetch.tier, entryIndexes: served(.plain)))
+                }
             }
-            return (routed, [])
-        case .both:
-            let comparison = plan.fetches.compactMap { fetch -> PlannedFetch? in
-                let viaCDN = fetch.entryIndexes.filter { !isDirect($0) }
-                return viaCDN.isEmpty ? nil : PlannedFetch(host: fetch.host, route: .cdn, tier: fetch.tier, entryIndexes: viaCDN)
-            }
-            return (plan, comparison)
         }
+        return (routed, comparison)
     }
 
     /// The judge's step for a CDN record: the `cdn` sub-record of a domain fetched through the CDN

@@ -72,7 +72,7 @@ public enum VerdictSelection: Sendable {
 /// Pass 1 (``append(definitions:_:)``) parses each entry as it is read with the rules of
 /// ``EntryParser/parse(_:)`` (duplicates found through an index, not a dictionary) and keeps every
 /// distinct host once with its priority tier, first appearance and whether it serves entries
-/// without and with a mode (what ``RoutedRun/split(_:route:)`` splits `--route cdn` by).
+/// without and with a mode (what ``RouteChoice/downloads(servesPlain:servesModes:)`` routes by).
 /// ``hostCursor(pageSize:)`` gives the hosts in start order (tier, then first appearance:
 /// ``FetchPlan``'s order) a page at a time; ``judge(_:tier:entries:comparison:appIDs:)`` judges
 /// one result (with `--route both`, the pair) against its entries and writes their verdicts back;
@@ -242,18 +242,22 @@ public final class RunSpool: Sendable {
     }
 
     /// How many entries and hosts the spool holds, how many downloads `route` makes of those hosts
-    /// (``RoutedRun/split(_:route:)``: with `cdn`, a host serving entries with and without a mode
-    /// is fetched once per route; else once), and the longest host's length.
+    /// (``RouteChoice/downloads(servesPlain:servesModes:)`` counted over the hosts of each kind),
+    /// and the longest host's length.
     public func sizes(route: RouteChoice = .origin) throws(SpoolError) -> (entries: Int, hosts: Int, fetches: Int, longestHost: Int?) {
         try access { db in
             let entries = try Int.fetchOne(db, sql: "SELECT count(*) FROM entries") ?? 0
-            let row = try Row.fetchOne(db, sql: """
-                SELECT count(*) AS hosts, coalesce(sum(plain AND moded), 0) AS split, max(length(host)) AS longest FROM hosts
-                """)
-            let hosts: Int = row?["hosts"] ?? 0
-            let split: Int = row?["split"] ?? 0
-            // With `cdn` a host serving both plain and `?mode=` entries is two downloads (``SpooledHost/downloads(on:)``).
-            return (entries, hosts, route == .cdn ? hosts + split : hosts, row?["longest"])
+            var (hosts, fetches, longest) = (0, 0, nil as Int?)
+            for row in try Row.fetchAll(db, sql: """
+                SELECT plain, moded, count(*) AS hosts, max(length(host)) AS longest FROM hosts GROUP BY plain, moded
+                """) {
+                let count: Int = row["hosts"]
+                hosts += count
+                fetches += count * route.downloads(servesPlain: row["plain"], servesModes: row["moded"]).count
+                let length: Int? = row["longest"]
+                longest = [longest, length].compactMap { $0 }.max()
+            }
+            return (entries, hosts, fetches, longest)
         }
     }
 
@@ -272,31 +276,11 @@ public final class RunSpool: Sendable {
         /// Whether it serves `?mode=developer`/`managed` entries (always fetched from the origin).
         public var servesModes: Bool
 
-        /// One download of a host: the route it is fetched and registered on, the entries it
-        /// serves, and whether the CDN's answer is fetched alongside for comparison (`both`).
-        public struct Download: Sendable, Hashable {
-            /// The route the download is fetched on and the store keys it by.
-            public var route: Route
-            /// The host's entries it serves.
-            public var entries: HostEntries
-            /// Whether the CDN's answer is fetched alongside and compared (`--route both`).
-            public var comparedWithCDN: Bool
-        }
-
-        /// The host's downloads on `choice`, in start order, as ``RoutedRun/split(_:route:)``
-        /// plans them: `origin` one from the origin; `cdn` its plain entries through the CDN, then
-        /// its `?mode=` entries from the origin; `both` one from the origin, compared with the CDN
-        /// when it has plain entries. The fetch stage and the store's registration both use it.
-        public func downloads(on choice: RouteChoice) -> [Download] {
-            switch choice {
-            case .origin:
-                return [Download(route: .origin, entries: .all, comparedWithCDN: false)]
-            case .cdn:
-                return (servesPlain ? [Download(route: .cdn, entries: .plain, comparedWithCDN: false)] : [])
-                    + (servesModes ? [Download(route: .origin, entries: .moded, comparedWithCDN: false)] : [])
-            case .both:
-                return [Download(route: .origin, entries: .all, comparedWithCDN: servesPlain)]
-            }
+        /// The host's downloads on `choice`, in start order
+        /// (``RouteChoice/downloads(servesPlain:servesModes:)``). The fetch stage and the store's
+        /// registration both use it.
+        public func downloads(on choice: RouteChoice) -> [RoutedDownload] {
+            choice.downloads(servesPlain: servesPlain, servesModes: servesModes)
         }
     }
 
@@ -381,25 +365,6 @@ public final class RunSpool: Sendable {
         }
     }
 
-    /// Which of a host's entries one download serves (``RoutedRun/split(_:route:)``).
-    public enum HostEntries: Sendable, Hashable {
-        /// Every entry of the host (the origin route; the origin side of `--route both`).
-        case all
-        /// The entries without a mode (`--route cdn`'s CDN download).
-        case plain
-        /// The `?mode=…` entries (`--route cdn`'s origin download).
-        case moded
-
-        /// Whether this download serves `entry`.
-        public func includes(_ entry: AssociatedDomainEntry) -> Bool {
-            switch self {
-            case .all: true
-            case .plain: entry.mode == nil
-            case .moded: entry.mode != nil
-            }
-        }
-    }
-
     /// The entries of each host of `page` (in the page's order; each host's in entry order), without
     /// their findings or verdicts, read in one pass: what registering the page in the store needs.
     public func entries(of page: [SpooledHost]) throws(SpoolError) -> [[AssociatedDomainEntry]] {
@@ -430,7 +395,7 @@ public final class RunSpool: Sendable {
     }
 
     /// The entries a host serves, with their current verdicts, in entry order.
-    public func verdicts(of host: String, _ selection: HostEntries = .all) throws(SpoolError) -> [EntryVerdict] {
+    public func verdicts(of host: String, _ selection: DownloadEntries = .all) throws(SpoolError) -> [EntryVerdict] {
         try flushVerdicts()
         return try access { db in try Self.verdicts(db, host: host).filter { selection.includes($0.entry) } }
     }
@@ -444,7 +409,7 @@ public final class RunSpool: Sendable {
     /// each of its entries once) are written back in batches (``flushVerdicts()``, before any read
     /// of them). Returns the host's record.
     public func judge(
-        _ result: HostFetchResult, tier: Int, entries selection: HostEntries = .all, comparison: HostFetchResult? = nil, appIDs: [String]
+        _ result: HostFetchResult, tier: Int, entries selection: DownloadEntries = .all, comparison: HostFetchResult? = nil, appIDs: [String]
     ) throws(SpoolError) -> DomainReport {
         // A host split over two routes (`--route cdn`) is judged twice: the second time from the spool.
         let readAhead = readVerdicts.withLock { $0.removeValue(forKey: result.host) }

@@ -71,12 +71,14 @@ public protocol AssociationStore: Sendable {
 
     // MARK: Retention
 
-    /// Makes the needs registered at `registeredAt` the whole set of these app IDs on these routes:
-    /// their needs registered earlier (not seen by this registration) are removed, and hosts that
-    /// no entry needs any more become unneeded since `now` (not refreshed, removed after the grace
-    /// period by ``pruneUnneeded(before:now:limit:)``). ``register(hosts:needs:now:)`` with
-    /// `now == registeredAt` marks the needs seen; a host registered with a need is needed again.
-    func retireNeeds(appIDs: [String], routes: [Route], registeredBefore registeredAt: Date, now: Date) async throws -> RetiredNeeds
+    /// Makes the needs registered at `registeredAt` the whole set of these app IDs in these scopes
+    /// (a route, and entries with a `?mode=`, without, or all; ``RouteChoice/needScopes``): their
+    /// needs in those scopes registered earlier (not seen by this registration) are removed, and
+    /// hosts that no entry needs any more become unneeded since `now` (not refreshed, removed after
+    /// the grace period by ``pruneUnneeded(before:now:limit:)``). Needs outside the scopes stay.
+    /// ``register(hosts:needs:now:)`` with `now == registeredAt` marks the needs seen; a host
+    /// registered with a need is needed again.
+    func retireNeeds(appIDs: [String], scopes: [NeedScope], registeredBefore registeredAt: Date, now: Date) async throws -> RetiredNeeds
 
     /// Removes up to `limit` hosts unneeded since `before` or earlier (and not leased at `now`),
     /// with their history and kept files, in one transaction; returns them.

@@ -59,14 +59,19 @@ extension PostgresAssociationStore {
             """, [key.host, key.route.rawValue, String(StoreRetention.keptVersions)])
     }
 
-    public func retireNeeds(appIDs: [String], routes: [Route], registeredBefore registeredAt: Date, now: Date) async throws -> RetiredNeeds {
-        guard !appIDs.isEmpty, !routes.isEmpty else { return RetiredNeeds() }
-        let parameters = [Self.array(appIDs), Self.array(routes.map(\.rawValue)), Self.time(registeredAt)]
+    public func retireNeeds(appIDs: [String], scopes: [NeedScope], registeredBefore registeredAt: Date, now: Date) async throws -> RetiredNeeds {
+        guard !appIDs.isEmpty, !scopes.isEmpty else { return RetiredNeeds() }
+        let parameters = [Self.array(appIDs), Self.array(scopes.map(\.route.rawValue)), Self.time(registeredAt),
+                          Self.array(scopes.map(\.entries.rawValue))]
         let time = Self.time(now)
         return try await transaction { tx in
+            // An entry has a mode when its name has one (`service:host?mode=…`; a host has no `?`).
             let removed = try tx.execute("""
-                DELETE FROM entries WHERE app_id = ANY($1::text[]) AND route = ANY($2::text[])
+                DELETE FROM entries WHERE app_id = ANY($1::text[])
                   AND (seen_at IS NULL OR seen_at < to_timestamp($3::float8))
+                  AND EXISTS (SELECT 1 FROM unnest($2::text[], $4::text[]) AS s(route, kind)
+                              WHERE s.route = entries.route
+                                AND (s.kind = 'all' OR (s.kind = 'moded') = (strpos(entries.entry, '?mode=') > 0)))
                 RETURNING host, route
                 """, parameters)
             var hosts: [String] = []

@@ -74,11 +74,19 @@ extension SQLiteAssociationStore {
             """).execute(arguments: [host, route, host, route, StoreRetention.keptVersions])
     }
 
-    public func retireNeeds(appIDs: [String], routes: [Route], registeredBefore registeredAt: Date, now: Date) async throws -> RetiredNeeds {
-        guard !appIDs.isEmpty, !routes.isEmpty else { return RetiredNeeds() }
-        let marks = { (count: Int) in Array(repeating: "?", count: count).joined(separator: ", ") }
-        let selection = "app_id IN (\(marks(appIDs.count))) AND route IN (\(marks(routes.count))) AND (seen_at IS NULL OR seen_at < ?)"
-        let arguments = StatementArguments(appIDs) + StatementArguments(routes.map(\.rawValue)) + [registeredAt.timeIntervalSince1970]
+    public func retireNeeds(appIDs: [String], scopes: [NeedScope], registeredBefore registeredAt: Date, now: Date) async throws -> RetiredNeeds {
+        guard !appIDs.isEmpty, !scopes.isEmpty else { return RetiredNeeds() }
+        let marks = Array(repeating: "?", count: appIDs.count).joined(separator: ", ")
+        // An entry has a mode when its name has one (`service:host?mode=…`; a host has no `?`).
+        let scoped = scopes.map { scope in
+            switch scope.entries {
+            case .all: "route = ?"
+            case .plain: "(route = ? AND instr(entry, '?mode=') = 0)"
+            case .moded: "(route = ? AND instr(entry, '?mode=') > 0)"
+            }
+        }.joined(separator: " OR ")
+        let selection = "app_id IN (\(marks)) AND (seen_at IS NULL OR seen_at < ?) AND (\(scoped))"
+        let arguments = StatementArguments(appIDs) + [registeredAt.timeIntervalSince1970] + StatementArguments(scopes.map(\.route.rawValue))
         let time = now.timeIntervalSince1970
         return try await immediateWrite { db in
             let touched = try Row.fetchAll(db, sql: "SELECT DISTINCT host, route FROM entries WHERE \(selection)", arguments: arguments)

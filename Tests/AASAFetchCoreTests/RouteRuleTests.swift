@@ -1,0 +1,51 @@
+@testable import AASAFetchCore
+import Testing
+
+/// The route rule (``RouteChoice/downloads(servesPlain:servesModes:)``), written out case by case,
+/// and the plan split and need scopes that follow it.
+struct RouteRuleTests {
+    static func rule(_ choice: RouteChoice, plain: Bool, moded: Bool) -> [String] {
+        choice.downloads(servesPlain: plain, servesModes: moded).map {
+            "\($0.route.rawValue) \($0.entries.rawValue)" + ($0.comparedWithCDN ? " +cdn" : "")
+        }
+    }
+
+    @Test func eachRouteDownloadsAsTheDocsSay() {
+        // origin: one download from the origin, for every entry.
+        #expect(Self.rule(.origin, plain: true, moded: false) == ["origin all"])
+        #expect(Self.rule(.origin, plain: true, moded: true) == ["origin all"])
+        #expect(Self.rule(.origin, plain: false, moded: true) == ["origin all"])
+        // cdn: plain entries through the CDN, then `?mode=` entries from the origin.
+        #expect(Self.rule(.cdn, plain: true, moded: false) == ["cdn plain"])
+        #expect(Self.rule(.cdn, plain: true, moded: true) == ["cdn plain", "origin moded"])
+        #expect(Self.rule(.cdn, plain: false, moded: true) == ["origin moded"])
+        // both: the origin decides; the CDN's answer alongside when there are plain entries.
+        #expect(Self.rule(.both, plain: true, moded: false) == ["origin all +cdn"])
+        #expect(Self.rule(.both, plain: true, moded: true) == ["origin all +cdn"])
+        #expect(Self.rule(.both, plain: false, moded: true) == ["origin all"])
+    }
+
+    @Test func needScopesAreWhereEachRouteRecords() {
+        func scopes(_ choice: RouteChoice) -> [String] { choice.needScopes.map { "\($0.route.rawValue) \($0.entries.rawValue)" } }
+        #expect(scopes(.origin) == ["origin all"])
+        #expect(scopes(.cdn) == ["cdn plain", "origin moded"])
+        #expect(scopes(.both) == ["origin all"])
+    }
+
+    @Test func thePlanIsSplitByTheRule() {
+        let entries = EntryParser().parse(["applinks:a.example", "applinks:a.example?mode=developer", "webcredentials:b.example",
+                                           "applinks:c.example?mode=managed"])
+        let plan = FetchPlan(entries: entries, prioritizer: DomainPrioritizer(region: nil))
+        func fetches(_ choice: RouteChoice) -> (plan: [String], comparison: [String]) {
+            let (routed, comparison) = RoutedRun.split(plan, route: choice)
+            let show = { (fetch: PlannedFetch) in "\(fetch.host) \(fetch.route.rawValue) \(fetch.entryIndexes)" }
+            return (routed.fetches.map(show), comparison.map(show))
+        }
+        #expect(fetches(.origin).plan == ["a.example origin [0, 1]", "b.example origin [2]", "c.example origin [3]"])
+        #expect(fetches(.origin).comparison.isEmpty)
+        #expect(fetches(.cdn).plan == ["a.example cdn [0]", "a.example origin [1]", "b.example cdn [2]", "c.example origin [3]"])
+        #expect(fetches(.cdn).comparison.isEmpty)
+        #expect(fetches(.both).plan == fetches(.origin).plan)
+        #expect(fetches(.both).comparison == ["a.example cdn [0]", "b.example cdn [2]"])
+    }
+}
