@@ -10,7 +10,7 @@ import Foundation
 /// the file from the origin: `SWCERR00101` bad HTTP status, `SWCERR00301` timeout, `SWCERR00202`
 /// private or reserved address…); `cdn-not-found` for a 404 without a reason; `cdn-unknown-domain`
 /// for a 405; `cdn-http-error` for any other status; `cdn-unreachable` when no answer came from the CDN.
-public struct CDNFetcher: Sendable {
+public struct CDNFetcher: RouteSide {
     /// The CDN's base URL devices use.
     public static let defaultBase = "https://app-site-association.cdn-apple.com/a/v1/"
 
@@ -64,21 +64,15 @@ public struct CDNFetcher: Sendable {
         return result
     }
 
-    /// The first request of a host's fetch from the CDN.
-    func firstRequest(host: String, conditional: ConditionalRequest?) -> TransferRequest {
-        fetcher.transferRequest(url: url(for: host), caFile: fetcher.options.extraCAFile, headers: conditional?.requestHeaders ?? [])
-    }
+    /// The CDN's requests are made as the origin route's are, over HTTP/2.
+    var requester: AASAFetcher { fetcher }
 
-    /// The host's result when the answer to ``firstRequest(host:conditional:)`` decides it alone
-    /// (no retry or `--cacert` fallback is due), as ``fetch(host:startOrder:conditional:)`` would give it.
-    func settle(host: String, startOrder: Int, conditional: ConditionalRequest?, answered: AASAFetcher.Answer) -> HostFetchResult? {
-        let url = url(for: host)
-        var attempts: [FetchAttempt] = []
-        guard let outcome = fetcher.settledOutcome(url: url, attempts: &attempts, conditional: conditional, answered: answered) else { return nil }
-        var result = judge(outcome, host: host, url: url)
-        result.attempts = attempts
-        result.startOrder = startOrder
-        return result
+    /// The CDN's first request is its only one (retries aside).
+    func firstURL(for host: String) -> String { url(for: host) }
+
+    /// Every CDN outcome decides the host (``judge(_:host:url:)``).
+    func decided(_ outcome: AASAFetcher.Outcome, host: String, url: String) -> HostFetchResult? {
+        judge(outcome, host: host, url: url)
     }
 
     /// The verdict on one CDN outcome (also used by `diagnose`).

@@ -4,7 +4,7 @@ import Foundation
 /// Downloads association files under the rules Apple's downloader applies: HTTPS only,
 /// no redirects, `.well-known` then the legacy root path on 404, a decoded-size cap, timeouts,
 /// transient failures retried, private addresses refused unless allowed.
-public struct AASAFetcher: Sendable {
+public struct AASAFetcher: RouteSide {
     /// The path devices request first.
     public static let wellKnownPath = "/.well-known/apple-app-site-association"
     /// The legacy path tried after a 404 (the Apple CDN never reads it).
@@ -27,6 +27,8 @@ public struct AASAFetcher: Sendable {
 
     /// The transport (a CDN fetcher for the same run shares it).
     let transport: any HTTPTransferring
+    /// The origin route makes its requests itself.
+    var requester: AASAFetcher { self }
     /// The download options.
     public let options: FetchOptions
 
@@ -104,25 +106,14 @@ public struct AASAFetcher: Sendable {
     /// What one request gave and how long it took, in milliseconds.
     typealias Answer = (result: Result<TransferResponse, TransferFailure>, milliseconds: Int)
 
-    /// The first request of a host's fetch: `.well-known`, with the `--cacert` CA first and
-    /// `conditional`'s validators.
-    func firstRequest(host: String, conditional: ConditionalRequest?) -> TransferRequest {
-        transferRequest(url: Self.wellKnownURL(host), caFile: options.extraCAFile, headers: conditional?.requestHeaders ?? [])
-    }
+    /// The origin's first request is `.well-known`.
+    func firstURL(for host: String) -> String { Self.wellKnownURL(host) }
 
-    /// The host's result when the answer to ``firstRequest(host:conditional:)`` decides it alone,
-    /// exactly as ``fetch(host:startOrder:conditional:)`` would give it; `nil` when another request
-    /// is due (the `--cacert` fallback, a retry, the legacy path after a 404, the user-agent
-    /// check after a 403): then ``fetch(host:startOrder:conditional:answered:)`` goes on from it.
-    func settle(host: String, startOrder: Int, conditional: ConditionalRequest?, answered: Answer) -> HostFetchResult? {
-        let url = Self.wellKnownURL(host)
-        var attempts: [FetchAttempt] = []
-        guard let primary = settledOutcome(url: url, attempts: &attempts, conditional: conditional, answered: answered) else { return nil }
-        if case .response(let response, _) = primary, response.status == 403 || response.status == 404 { return nil }
-        var result = evaluate(primary, host: host, url: url)
-        result.attempts = attempts
-        result.startOrder = startOrder
-        return result
+    /// The verdict on the `.well-known` outcome when it decides the host alone; `nil` after a
+    /// 403 (the user-agent check is due) or a 404 (the legacy path is).
+    func decided(_ outcome: Outcome, host: String, url: String) -> HostFetchResult? {
+        if case .response(let response, _) = outcome, response.status == 403 || response.status == 404 { return nil }
+        return evaluate(outcome, host: host, url: url)
     }
 
     /// The outcome of a URL whose first request was answered with `answered`, when no other

@@ -140,7 +140,7 @@ public struct RouteFetcher: Sendable {
         guard unit.comparison == nil else { return nil }
         switch unit.planned.route {
         case .origin: return (origin.firstRequest(host: unit.planned.host, conditional: unit.conditional), origin.transport)
-        case .cdn: return (cdn.firstRequest(host: unit.planned.host, conditional: unit.conditional), cdn.fetcher.transport)
+        case .cdn: return (cdn.firstRequest(host: unit.planned.host, conditional: unit.conditional), cdn.requester.transport)
         }
     }
 
