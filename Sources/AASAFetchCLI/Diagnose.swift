@@ -12,6 +12,7 @@ extension AASAFetchCommand {
     /// JSON shape: ``DiagnosisReport`` (docs/json.md, docs/schema/diagnose.schema.json).
     struct Diagnose: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "diagnose",
             abstract: "Say why a domain does (not) associate: walk the OS's steps (entry, DNS, TCP, TLS, HTTP, JSON, structure, app ID, CDN) and stop at the first failure.",
             discussion: HelpText.discussion(
                 "Entries are walked in the order fetch starts their downloads. diagnose reads and records nothing in the store.",

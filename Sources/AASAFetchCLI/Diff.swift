@@ -40,6 +40,7 @@ import Foundation
 public struct Diff: AsyncParsableCommand {
     /// The command's name, help and exit-status documentation.
     public static let configuration = CommandConfiguration(
+        commandName: "diff",
         abstract: "Compare two apple-app-site-association files by meaning.",
         discussion: HelpText.discussion(examples: CommandHelp.diff, exitCodes: CommandHelp.diffExitCodes)
     )

@@ -12,6 +12,7 @@ extension AASAFetchCommand {
     /// JSON shape: docs/json.md, docs/schema/entitlements.schema.json.
     struct Entitlements: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "entitlements",
             abstract: "Print the entitlements a built app ships (.ipa, .app, Mach-O, provisioning profile) or a plain .entitlements file, and compare them.",
             discussion: HelpText.discussion(
                 "--compare FILE: what differs from another .entitlements file (the project's).",

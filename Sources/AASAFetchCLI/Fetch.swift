@@ -13,6 +13,7 @@ extension AASAFetchCommand {
     /// JSON shape: ``RunReport`` (docs/json.md, docs/schema/fetch.schema.json).
     struct Fetch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "fetch",
             abstract: "Download every associated domain's file as Apple's downloader does, and judge association (default command).",
             discussion: HelpText.discussion(
                 "Records what it downloads in the store (--cache, --store; --no-store for a pure run).",

@@ -40,6 +40,7 @@ import Foundation
 public struct Lint: AsyncParsableCommand {
     /// The command's name, help and exit-status documentation.
     public static let configuration = CommandConfiguration(
+        commandName: "lint",
         abstract: "Check apple-app-site-association files for syntax, structure and semantic problems.",
         discussion: HelpText.discussion("Use - for standard input.", examples: CommandHelp.lint, exitCodes: CommandHelp.lintExitCodes)
     )

@@ -24,6 +24,7 @@ extension AASAFetchCommand {
     /// `exclude` or `no_match` (with `--cases`: a line could not be used), 2 unusable input, 64 usage.
     struct Match: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "match",
             abstract: "Tell which app a URL opens (match, exclude or no_match) and why.",
             discussion: HelpText.discussion(
                 "Answers for --app-id, else the app ID of --entitlements/--app, else every app the files name. Files come from --aasa, or are downloaded for the entries (the store's approved files are used when present).",

@@ -9,6 +9,7 @@ extension AASAFetchCommand {
     /// "fetches":[{"host","route","tier","entries":[raw…]}],"findings":[…]}` (docs/schema/plan.schema.json).
     struct Plan: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "plan",
             abstract: "Show parsed entries, their findings and the downloads in start order (no network).",
             discussion: HelpText.discussion(examples: CommandHelp.plan, exitCodes: CommandHelp.planExitCodes)
         )

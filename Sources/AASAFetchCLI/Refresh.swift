@@ -20,6 +20,7 @@ extension AASAFetchCommand {
     /// `--worker`, one per batch).
     struct Refresh: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "refresh",
             abstract: "Fetch the due hosts of the store (for cron), record them and report changes.",
             discussion: HelpText.discussion(examples: CommandHelp.refresh, exitCodes: CommandHelp.refreshExitCodes)
         )

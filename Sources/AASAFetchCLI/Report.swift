@@ -10,6 +10,7 @@ extension AASAFetchCommand {
     /// (`report-unwritable`), 64 usage.
     struct Report: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "report",
             abstract: "Write a status page of the store: one self-contained HTML file.",
             discussion: HelpText.discussion(
                 """

@@ -118,6 +118,7 @@ extension AASAFetchCommand {
     /// last download gave an approved file; times ISO 8601).
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Show what the store knows: status, last approved file, next check, failures, history.",
             discussion: HelpText.discussion(examples: CommandHelp.show, exitCodes: CommandHelp.showExitCodes)
         )
@@ -319,6 +320,7 @@ extension AASAFetchCommand {
     /// JSON: `{"schemaVersion","host","removed"}` (`removed`: how many host records, one per route).
     struct Forget: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "forget",
             abstract: "Remove a host, its entries, history and kept approved files from the store.",
             discussion: HelpText.discussion(examples: CommandHelp.forget, exitCodes: CommandHelp.forgetExitCodes))
 
@@ -365,6 +367,7 @@ extension AASAFetchCommand {
     /// "skipped":[{"host","route","reason"}]}`.
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Write the last approved file of every host, one file per host and route.",
             discussion: HelpText.discussion(examples: CommandHelp.export, exitCodes: CommandHelp.exportExitCodes))
 
