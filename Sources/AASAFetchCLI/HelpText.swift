@@ -155,6 +155,7 @@ enum CommandHelp {
     static let report: [HelpExample] = [
         HelpExample("report --html status.html", "One self-contained status page of every host in the store."),
         HelpExample("report --html status.html --history-limit 5", "The same with the last 5 history events per host (20 by default)."),
+        HelpExample("report --html status.html --json", "The same, and what was written as JSON (hosts per state)."),
     ]
     static let reportExitCodes: [HelpExitCode] = [
         HelpExitCode(0, "the page was written"),

@@ -354,6 +354,8 @@ extension OptionTable {
                   names: [.init(kind: "long", name: "history-limit")], valueName: "n"),
             .init(kind: "option", shouldDisplay: false, isRepeating: false,
                   names: [.init(kind: "long", name: "now")], valueName: "now"),
+            .init(kind: "flag", shouldDisplay: true, isRepeating: false,
+                  names: [.init(kind: "long", name: "json")], valueName: "json"),
             .init(kind: "option", shouldDisplay: true, isRepeating: false,
                   names: [.init(kind: "long", name: "config")], valueName: "file"),
             .init(kind: "flag", shouldDisplay: true, isRepeating: false,

@@ -7,7 +7,8 @@ extension AASAFetchCommand {
     /// self-contained HTML file, written atomically (`-`: standard output).
     ///
     /// Exit status: 0 written, 2 the store is missing or unusable or the file cannot be written
-    /// (`report-unwritable`), 64 usage.
+    /// (`report-unwritable`), 64 usage. JSON (`--json`, the page written to a file):
+    /// `{"schemaVersion","out","generatedAt","bytes","hosts","states":{"fails","pending","unjudged","associates"},"unneededLeftOut"}`.
     struct Report: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "report",
@@ -27,6 +28,7 @@ extension AASAFetchCommand {
         var html: String
         @Option(help: ArgumentHelp("History events shown per host (the latest).", valueName: "n")) var historyLimit = 20
         @Option(help: .hidden) var now: String?
+        @Flag(help: "Print JSON: what was written (with --html FILE; the page itself is never JSON).") var json = false
         /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
         @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
@@ -34,6 +36,31 @@ extension AASAFetchCommand {
             if html.isEmpty { throw ValidationError("--html takes a file name (or - for standard output)") }
             if historyLimit < 0 { throw ValidationError("--history-limit must be 0 or more") }
             if let now, Timestamp.parse(now) == nil { throw ValidationError("--now takes an ISO 8601 time or seconds since 1970") }
+            if json, html == "-" { throw ValidationError("--json describes the page written to a file; with --html - the page itself is the output") }
+        }
+
+        /// The hosts on the page per state, in the page's order (failing first).
+        struct States: Encodable {
+            var fails: Int
+            var pending: Int
+            var unjudged: Int
+            var associates: Int
+        }
+
+        /// `report --json`: what was written.
+        struct Output: Encodable {
+            var schemaVersion = JSONSchemaVersion.current
+            /// The file written.
+            var out: String
+            /// The page's time.
+            var generatedAt: Date
+            /// The page's size in bytes.
+            var bytes: Int
+            /// The hosts on the page (one per host and route).
+            var hosts: Int
+            var states: States
+            /// Hosts no app needs any more, left out of the page.
+            var unneededLeftOut: Int
         }
 
         func run() async throws {
@@ -60,6 +87,13 @@ extension AASAFetchCommand {
                 try AtomicFile.write(Array(text.utf8), to: html)
             } catch {
                 throw CommandFailure(code: "report-unwritable", message: "--html \(html): \(error.message)")
+            }
+            if json {
+                let states = States(fails: page.count(.fails), pending: page.count(.pending), unjudged: page.count(.unjudged),
+                                    associates: page.count(.associates))
+                try console.json(Output(out: html, generatedAt: generated, bytes: text.utf8.count, hosts: page.hostCount, states: states,
+                                        unneededLeftOut: page.unneededCount))
+                return
             }
             let failing = page.count(.fails)
             let unneeded = page.unneededCount > 0 ? ", \(page.unneededCount) no longer needed left out" : ""

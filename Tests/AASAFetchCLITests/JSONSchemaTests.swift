@@ -148,6 +148,9 @@ struct JSONSchemaTests {
         let unknown = try tool.run("error", ["diff", "--stored", "approved.test@-2", "approved.test", "--json"], cache: store, status: 2)
         #expect((try unknown.json()["error"] as? [String: Any])?["code"] as? String == "version-unknown")
         try tool.run("export", ["export", "--json", "--out", scratch.appendingPathComponent("export").path], cache: store, status: 0)
+        let page = scratch.appendingPathComponent("status.html").path
+        let report = try tool.run("report", ["report", "--html", page, "--json"], cache: store, status: 0)
+        #expect(try report.json()["bytes"] as? Int == (try FileManager.default.attributesOfItem(atPath: page)[.size] as? Int))
         try tool.run("forget", ["forget", "approved.test", "--json"], cache: store, status: 0)
         try tool.run("forget", ["forget", "approved.test", "--json"], cache: store, status: 1)
 
@@ -162,6 +165,8 @@ struct JSONSchemaTests {
             (["diff", "--json", old, bad], "invalid-json", 2, false),
             (["--json", "--entitlements", scratch.appendingPathComponent("nope.entitlements").path], "entitlements-unreadable", 2, false),
             (["show", "--json"], "store-missing", 2, false),
+            (["report", "--html", "-", "--json"], "usage", 64, false),
+            (["report", "--html", scratch.appendingPathComponent("x.html").path, "--json"], "store-missing", 2, false),
             (["refresh", "--json", "--watch"], "store-missing", 2, true),
             (["match", "--cases", scratch.appendingPathComponent("nope.jsonl").path], "file-unreadable", 2, true),
             (["match", "https://a.test/", "--aasa", bad, "--json"], "invalid-json", 2, true),

@@ -293,6 +293,16 @@ struct OperationsCommandTests {
         #expect(both.dom.contains("\"appIDs\": [\"ABCDE12345.com.example.app\", \"ABCDE12345.com.example.app2\"]"))
         #expect(!plain.dom.contains("<ol class=\"timeline\">"), "closed rows are not rendered")
 
+        // What was written, as JSON: the hosts per state, as on the page.
+        let described = try sites.run(["report", "--html", page, "--json", "--now", "2026-11-23T18:00:00Z"])
+        #expect(described.status == 0, "stderr: \(described.stderr)")
+        let document = try described.json()
+        #expect(document["out"] as? String == page && document["generatedAt"] as? String == "2026-11-23T18:00:00Z")
+        #expect(document["hosts"] as? Int == Self.hosts.count && document["unneededLeftOut"] as? Int == 0, "\(document)")
+        let states = try #require(document["states"] as? [String: Int], "\(document)")
+        #expect(states["fails"] == Self.failing.count && states.values.reduce(0, +) == Self.hosts.count, "\(states)")
+        #expect(document["bytes"] as? Int == (try FileManager.default.attributesOfItem(atPath: page)[.size] as? Int))
+
         // Standard output too; an unwritable place is a clear error.
         let stdout = try sites.run(["report", "--html", "-"])
         #expect(stdout.status == 0 && stdout.stdout.hasPrefix("<!DOCTYPE html>") && stdout.stdout.contains("shop.example.net"))

@@ -659,7 +659,7 @@ _aasa-fetch_export() {
 
 _aasa-fetch_report() {
     repeating_flags=()
-    non_repeating_flags=(--no-config --version -h --help)
+    non_repeating_flags=(--json --no-config --version -h --help)
     repeating_options=()
     non_repeating_options=(--cache --store --html --history-limit --config)
     __aasa-fetch_offer_flags_options 0
