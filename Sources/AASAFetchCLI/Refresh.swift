@@ -148,11 +148,16 @@ extension AASAFetchCommand {
                         try await job.run(now: clock, stop: stop)
                     }
                     broken = broken || report.broken
-                    if forced != nil { renderForced(report, console: console) } else { render(report, console: console) }
+                    // After the pass: this pass's changes and any a previous run could not deliver,
+                    // in order. The JSON document tells how that went, so it waits for the delivery
+                    // (bounded by the webhook's attempts and timeouts); people see the changes first.
+                    var shown = report
+                    let deliver = { try await deliverNotifications(notifier, store: database, owner: job.owner, now: clock, stop: stop,
+                                                                   console: console, repeats: repeats) }
+                    if json { shown.notifications = try await deliver() }
+                    if forced != nil { renderForced(shown, console: console) } else { render(shown, console: console) }
                     try await writeMetrics(report, store: database, started: started, now: clock())
-                    // After the pass: this pass's changes and any a previous run could not deliver, in order.
-                    try await deliverNotifications(notifier, store: database, owner: job.owner, now: clock, stop: stop, console: console,
-                                                   repeats: repeats)
+                    if !json { _ = try await deliver() }
                     if report.descriptorShortages > 0 {
                         failure = .descriptorsExhausted(hosts: report.descriptorShortages)
                         break

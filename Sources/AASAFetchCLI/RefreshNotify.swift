@@ -145,14 +145,17 @@ final class NotifyRepeats: Sendable {
 }
 
 extension AASAFetchCommand.Refresh {
-    /// Delivers the queue after a pass and reports what failed; a store failure is thrown.
-    /// With `repeats` (`--watch`), a failure is not repeated at every pass (``NotifyRepeats``).
+    /// Delivers the queue after a pass, reports what failed on standard error and returns the
+    /// delivery run (`nil` without `--notify`); a store failure is thrown. With `repeats`
+    /// (`--watch`), a failure is not repeated at every pass (``NotifyRepeats``).
+    @discardableResult
     func deliverNotifications(
         _ notifier: Notifier?, store database: any AssociationStore, owner: String, now: @escaping @Sendable () -> Date, stop: StopSignal,
         console: Console, repeats: NotifyRepeats? = nil
-    ) async throws {
-        guard let notifier else { return }
+    ) async throws -> NotifyReport? {
+        guard let notifier else { return nil }
         let report = try await notifier.deliver(store: database, owner: owner, now: now, stop: stop)
         NotifyOptions.render(report, url: notifier.url, quiet: quiet, console: console, repeats: repeats, now: now())
+        return report
     }
 }

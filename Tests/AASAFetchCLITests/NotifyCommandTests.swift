@@ -182,9 +182,12 @@ struct NotifyCommandTests {
         try sites.record()
         try sites.serve(nil, for: "h1.notify.example.com")
 
-        let refresh = try sites.run(["refresh", "--now", Self.later(days: 2)] + sites.network + Self.notify(receiver))
+        let refresh = try sites.run(["refresh", "--now", Self.later(days: 2), "--json"] + sites.network + Self.notify(receiver))
         #expect(refresh.status == 1, "stderr: \(refresh.stderr)")
         #expect(!refresh.stderr.contains("notify-"), "delivered on the second attempt; stderr: \(refresh.stderr)")
+        let delivery = try #require(try refresh.json()["notifications"] as? [String: Any], "\(refresh.stdout)")
+        #expect(delivery["delivered"] as? Int == 1 && delivery["pending"] as? Int == 0 && delivery["failure"] is NSNull, "\(delivery)")
+        #expect(try SchemaValidator.problems(in: [.init(schema: "refresh", text: refresh.stdout, origin: "refresh")]).isEmpty)
         let events = try Self.posts(receiver)
         #expect(Self.summary(events) == ["h1.notify.example.com broke", "h1.notify.example.com broke"])
         #expect(events[0]["id"] as? String == events[1]["id"] as? String, "the same event, tried again")
@@ -208,10 +211,18 @@ struct NotifyCommandTests {
         try sites.change()
 
         // Nothing listens on this port: every attempt fails; the run's exit status stays the associations'.
+        // The JSON report tells how the delivery went (it waits for it).
         let closed = try Loopback.freePort()
-        let down = try sites.run(["refresh", "--now", later(days: 2), "--quiet", "--notify", "http://127.0.0.1:\(closed)/hooks/aasa-secret",
+        let down = try sites.run(["refresh", "--now", later(days: 2), "--quiet", "--json", "--notify", "http://127.0.0.1:\(closed)/hooks/aasa-secret",
                                   "--notify-allow-private"] + sites.network)
         #expect(down.status == 1, "stderr: \(down.stderr)")
+        let failed = try #require(try down.json()["notifications"] as? [String: Any], "\(down.stdout)")
+        #expect(failed["delivered"] as? Int == 0 && failed["pending"] as? Int == 3 && failed["dropped"] as? Int == 0, "\(failed)")
+        let failure = try #require(failed["failure"] as? [String: Any])
+        #expect(failure["code"] as? String == "notify-failed" && failure["attempts"] as? Int == 3, "\(failure)")
+        #expect((failure["event"] as? [String: Any])?["host"] as? String == "h1.notify.example.com")
+        #expect(!down.stdout.contains("aasa-secret"), "the webhook's URL is not in the report")
+        #expect(try SchemaValidator.problems(in: [.init(schema: "refresh", text: down.stdout, origin: "refresh down")]).isEmpty)
         #expect(down.stderr.contains("aasa-fetch: notify-failed: could not deliver the broke notification of h1.notify.example.com to http://127.0.0.1:\(closed)/… (3 attempts)"),
                 "stderr: \(down.stderr)")
         #expect(down.stderr.contains("it and 2 later ones are kept in the store"), "stderr: \(down.stderr)")
@@ -232,9 +243,11 @@ struct NotifyCommandTests {
         #expect(events.compactMap { $0["id"] as? String } == queued.map(\.event.id))
         #expect(try await store.queuedNotifications().isEmpty)
 
-        let again = try sites.run(["refresh", "--now", later(days: 2)] + sites.network + notify(receiver))
+        let again = try sites.run(["refresh", "--now", later(days: 2), "--json"] + sites.network + notify(receiver))
         #expect(again.status == 0, "stderr: \(again.stderr)")
         #expect(try posts(receiver).count == 3, "nothing is delivered twice once acknowledged")
+        let idle = try #require(try again.json()["notifications"] as? [String: Any], "\(again.stdout)")
+        #expect(idle["delivered"] as? Int == 0 && idle["pending"] as? Int == 0 && idle["failure"] is NSNull, "\(idle)")
         if let postgres = store as? PostgresAssociationStore { await postgres.close() }
     }
 
@@ -277,7 +290,7 @@ struct NotifyCommandTests {
             try await (store as? SQLiteAssociationStore)?.setNextCheck(Date().addingTimeInterval(-1))
             let receiver = try await Self.receiver(behavior)
             do {
-                let worker = try StoreIntegrationTests.Running(["refresh", "--worker", "--interval", "1s", "--quiet"] + sites.network
+                let worker = try StoreIntegrationTests.Running(["refresh", "--worker", "--interval", "1s", "--quiet", "--json"] + sites.network
                                                                + (try Self.notify(receiver)), cache: sites.cache)
                 return (sites, store, receiver, worker)
             } catch {
@@ -310,6 +323,12 @@ struct NotifyCommandTests {
         #expect(result.stderr.contains("takes notifications again: 3 notifications delivered after 1 failed delivery run"), "stderr: \(result.stderr)")
         let events = try Self.posts(receiver)
         #expect(Self.summary(events) == [Self.expectedChanges[0], Self.expectedChanges[0], Self.expectedChanges[0]] + Self.expectedChanges)
+        // The batch's JSON line carries the delivery run after it: the one that failed.
+        let batch = try #require(result.stdout.split(separator: "\n").first, "stdout: \(result.stdout)")
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(batch.utf8)) as? [String: Any])
+        let delivery = try #require(line["notifications"] as? [String: Any], "\(batch)")
+        #expect((delivery["failure"] as? [String: Any])?["code"] as? String == "notify-failed" && delivery["pending"] as? Int == 3, "\(delivery)")
+        #expect(try SchemaValidator.problems(in: [.init(schema: "refresh", text: String(batch), origin: "worker batch")]).isEmpty)
     }
 
     /// A worker whose webhook stays down tries again at every wake, and says so once, not at every wake.

@@ -39,6 +39,39 @@ public struct NotifyReport: Sendable {
     public init() {}
 }
 
+extension NotifyReport: Encodable {
+    /// The JSON shape (`notifications` of `refresh --json`): `{"delivered","pending","dropped",
+    /// "heldBy","failure":{"code","message","attempts","event":{"id","kind","host","route"}}|null}`.
+    struct Record: Encodable {
+        struct Failure: Encodable {
+            struct Event: Encodable {
+                var id: String
+                var kind: HistoryKind
+                var host: String
+                var route: Route
+            }
+            var code: String
+            var message: String
+            var attempts: Int
+            var event: Event
+        }
+        var delivered: Int
+        var pending: Int
+        var dropped: Int
+        var heldBy: String?
+        var failure: Failure?
+    }
+
+    /// Encodes ``Record``.
+    public func encode(to encoder: any Encoder) throws {
+        let failure = self.failure.map { failure in
+            Record.Failure(code: failure.code, message: failure.message, attempts: failure.attempts,
+                           event: .init(id: failure.event.id, kind: failure.event.kind, host: failure.event.host, route: failure.event.route))
+        }
+        try Record(delivered: delivered, pending: pending, dropped: dropped, heldBy: heldBy, failure: failure).encode(to: encoder)
+    }
+}
+
 /// Delivers the store's queue of notifications to one webhook, oldest first, through the
 /// transport (libcurl): a `POST` per event, redirects never followed, bounded attempts.
 ///

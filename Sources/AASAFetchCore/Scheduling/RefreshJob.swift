@@ -90,6 +90,8 @@ public struct RefreshReport: Sendable, Encodable {
     /// What the pass pruned after it (``RetentionPolicy``): hosts unneeded past their grace
     /// period, and old history events.
     public var pruned = PruneReport()
+    /// With `--notify`: the delivery run after the pass (a worker's: after the batch); `nil` without.
+    public var notifications: NotifyReport?
 
     /// Creates an empty report.
     public init(now: Date, owner: String) {
@@ -120,6 +122,7 @@ public struct RefreshReport: Sendable, Encodable {
         var stopped: Bool
         var nextDue: Date?
         var pruned: PruneReport
+        var notifications: NotifyReport?
         var hosts: [RefreshedHost]
 
         init(_ report: RefreshReport) {
@@ -139,6 +142,7 @@ public struct RefreshReport: Sendable, Encodable {
             stopped = report.stopped
             nextDue = report.nextDue
             pruned = report.pruned
+            notifications = report.notifications
             hosts = report.hosts
         }
     }
@@ -437,13 +441,14 @@ public struct RefreshJob: Sendable {
                     if !pruned.isEmpty { onEvent(.pruned(pruned)) }
                 }
                 let (claim, batch) = try await runBatch(now: now, stop: stop)
+                var report = batch
                 // After each batch and each idle wake: the queue, oldest first (one worker at a time).
                 if let notifier {
                     let delivery = try await notifier.deliver(store: store, owner: owner, now: now, stop: stop)
+                    report.notifications = delivery
                     if delivery.delivered > 0 || delivery.failure != nil || delivery.dropped > 0 { onEvent(.notified(delivery)) }
                 }
                 if !claim.hosts.isEmpty {
-                    var report = batch
                     report.nextDue = try await Task { try await store.nextDue() }.value
                     onEvent(.batch(report))
                     // Out of file descriptors: the hosts were released; wait before taking them again.
