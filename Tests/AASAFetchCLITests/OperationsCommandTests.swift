@@ -1,6 +1,7 @@
 import AASAFetchCore
 import AASAFetchTestSupport
 import Foundation
+import Glibc
 import Testing
 
 /// The operations features end to end with the real binary, against the example sites
@@ -308,6 +309,14 @@ struct OperationsCommandTests {
         #expect(stdout.status == 0 && stdout.stdout.hasPrefix("<!DOCTYPE html>") && stdout.stdout.contains("shop.example.net"))
         let bad = try sites.run(["report", "--html", sites.file("no/such/folder/page.html")])
         #expect(bad.status == 2 && bad.stderr.contains("aasa-fetch: report-unwritable:"), "stderr: \(bad.stderr)")
+        // A pipe, as /dev/stdout would be: refused, never replaced (- is standard output).
+        let pipe = sites.file("page.pipe")
+        #expect(mkfifo(pipe, 0o644) == 0)
+        let special = try sites.run(["report", "--html", pipe])
+        #expect(special.status == 2 && special.stderr.contains("report-unwritable") && special.stderr.contains("not a regular file"),
+                "stderr: \(special.stderr)")
+        var info = stat()
+        #expect(lstat(pipe, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
         let usage = try sites.run(["report"])
         #expect(usage.status == 64)
         let missingStore = try ToolRunner.run(["report", "--html", sites.file("x.html")])

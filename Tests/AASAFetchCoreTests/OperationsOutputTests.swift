@@ -116,6 +116,41 @@ struct OperationsOutputTests {
         #expect(AtomicFile.checkWritable(folder.appendingPathComponent("fine.prom").path) == nil)
     }
 
+    @Test func onlyARegularFileIsReplacedAndALinkIsFollowed() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // A symbolic link: the file it leads to is replaced, the link stays.
+        let real = folder.appendingPathComponent("pages/status.html")
+        try FileManager.default.createDirectory(at: real.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data("old".utf8).write(to: real)
+        let link = folder.appendingPathComponent("index.html").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "pages/status.html")
+        #expect(AtomicFile.checkWritable(link) == nil)
+        try AtomicFile.write(Array("new".utf8), to: link)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == "pages/status.html")
+        #expect(FileManager.default.contents(atPath: real.path) == Data("new".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: real.deletingLastPathComponent().path) == ["status.html"])
+
+        // A pipe (as /dev/stdout or /dev/null would be): refused before anything is written, and left as it was.
+        let fifo = folder.appendingPathComponent("pipe.prom").path
+        #expect(mkfifo(fifo, 0o644) == 0)
+        #expect(AtomicFile.checkWritable(fifo)?.contains("not a regular file") == true)
+        #expect(throws: AtomicFile.WriteError.self) { try AtomicFile.write(Array("x".utf8), to: fifo) }
+        var info = stat()
+        #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the pipe is still a pipe")
+        // A link to it is refused the same way; a link that leads nowhere too.
+        let toFifo = folder.appendingPathComponent("to-pipe").path
+        try FileManager.default.createSymbolicLink(atPath: toFifo, withDestinationPath: fifo)
+        #expect(AtomicFile.checkWritable(toFifo)?.contains("not a regular file") == true)
+        let dangling = folder.appendingPathComponent("dangling").path
+        try FileManager.default.createSymbolicLink(atPath: dangling, withDestinationPath: "no/such/file")
+        #expect(AtomicFile.checkWritable(dangling)?.contains("leads nowhere") == true)
+        #expect(throws: AtomicFile.WriteError.self) { try AtomicFile.write(Array("x".utf8), to: dangling) }
+        // Devices are only checked here: a broken check must not replace them on the test machine.
+        #expect(AtomicFile.checkWritable("/dev/null")?.contains("not a regular file") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["dangling", "index.html", "pages", "pipe.prom", "to-pipe"])
+    }
+
     // MARK: - Verdicts from stored responses
 
     static let url = "https://www.example.com/.well-known/apple-app-site-association"

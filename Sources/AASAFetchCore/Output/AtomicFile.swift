@@ -9,6 +9,11 @@ import Glibc
 /// flushed to disk, get their mode, and the file is renamed over the target. `rename(2)` within one
 /// file system is atomic: a reader opens either the old file or the new one, never a part of
 /// either. On failure the temporary file is removed and the old file stays as it was.
+///
+/// Only a regular file is replaced. A symbolic link is followed, so the link stays and the file it
+/// leads to is replaced (in that file's folder). A device, pipe, socket or folder is refused:
+/// renaming over `/dev/null` or `/dev/stdout` would replace the node itself (as root, `/dev` is
+/// writable), which is never what was meant.
 public enum AtomicFile {
     /// Why a write failed.
     public struct WriteError: Error, Sendable, CustomStringConvertible {
@@ -19,7 +24,12 @@ public enum AtomicFile {
 
     /// Writes `bytes` to `path` atomically (see ``AtomicFile``), with permissions `mode`
     /// (default `0644`: a collector usually runs as another user).
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(WriteError) {
+    public static func write(_ bytes: [UInt8], to given: String, mode: mode_t = 0o644) throws(WriteError) {
+        let path: String
+        switch target(of: given) {
+        case .success(let resolved): path = resolved
+        case .failure(let error): throw error
+        }
         let url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
         var template = Array("\(folder)/.\(url.lastPathComponent).XXXXXX".utf8CString)
@@ -63,20 +73,50 @@ public enum AtomicFile {
         }
     }
 
-    /// Whether a file can be written at `path` (its folder exists and is writable), with the
-    /// reason when not: checked before a long run, so a typo fails at once.
-    public static func checkWritable(_ path: String) -> String? {
+    /// Whether a file can be written at `path` (nothing or a regular file is there, through its
+    /// symbolic links, and its folder exists and is writable), with the reason when not: checked
+    /// before a long run, so a typo fails at once.
+    public static func checkWritable(_ given: String) -> String? {
+        let path: String
+        switch target(of: given) {
+        case .success(let resolved): path = resolved
+        case .failure(let error): return error.message
+        }
         let url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
             return "the folder \(folder) does not exist"
         }
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            return "\(path) is a folder"
-        }
         guard access(folder, W_OK) == 0 else { return "cannot write in \(folder): \(lastError())" }
         return nil
+    }
+
+    /// The file a write to `path` replaces: `path` when nothing or a regular file is there, the
+    /// file its symbolic links lead to when it is one; an error for anything else.
+    static func target(of path: String) -> Result<String, WriteError> {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            // Nothing there (or a folder on the way is missing: the folder check says which).
+            return errno == ENOENT || errno == ENOTDIR ? .success(path) : .failure(WriteError(message: "cannot look at \(path): \(lastError())"))
+        }
+        var resolved = path
+        if info.st_mode & S_IFMT == S_IFLNK {
+            guard let real = realpath(path, nil) else {
+                return .failure(WriteError(message: "\(path) is a symbolic link that leads nowhere (\(lastError()))"))
+            }
+            resolved = String(cString: real)
+            free(real)
+            guard stat(resolved, &info) == 0 else { return .failure(WriteError(message: "cannot look at \(resolved): \(lastError())")) }
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            return .success(resolved)
+        case S_IFDIR:
+            return .failure(WriteError(message: "\(path) is a folder"))
+        default:
+            return .failure(WriteError(message: "\(path) is not a regular file (a device, pipe or socket), so it is not replaced; give a file name (- for standard output where a command takes it)"))
+        }
     }
 
     private static func lastError() -> String { String(cString: strerror(errno)) }
