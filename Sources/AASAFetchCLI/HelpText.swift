@@ -144,6 +144,7 @@ enum CommandHelp {
         HelpExample("refresh --json", "The same, always with a report."),
         HelpExample("refresh --host example.com", "Fetch one host now, whatever is due (after fixing its server)."),
         HelpExample("refresh --metrics aasa.prom", "Also write Prometheus metrics for node_exporter's textfile collector."),
+        HelpExample("refresh --format github", "In a scheduled CI job: GitHub annotations for what broke or changed (also sarif, junit)."),
     ]
     static let refreshExitCodes: [HelpExitCode] = [
         HelpExitCode(0, "no association broke (--watch, --worker: stopped by a signal)"),

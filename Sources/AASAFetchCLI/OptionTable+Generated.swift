@@ -278,6 +278,8 @@ extension OptionTable {
                   names: [.init(kind: "long", name: "notify-cacert")], valueName: "file"),
             .init(kind: "flag", shouldDisplay: true, isRepeating: false,
                   names: [.init(kind: "long", name: "notify-allow-private")], valueName: "notify-allow-private"),
+            .init(kind: "option", shouldDisplay: true, isRepeating: false,
+                  names: [.init(kind: "long", name: "format")], valueName: "format"),
             .init(kind: "flag", shouldDisplay: true, isRepeating: false,
                   names: [.init(kind: "long", name: "json")], valueName: "json"),
             .init(kind: "flag", shouldDisplay: true, isRepeating: false,

@@ -53,12 +53,18 @@ extension AASAFetchCommand {
         @Option(name: .customLong("keep-history"), help: ArgumentHelp("Remove history events older than this; 0 or never keeps them all (default 180d).", valueName: "duration"))
         var keepHistory: String?
         @OptionGroup var notify: NotifyOptions
-        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var output: FormatOptions
         @Flag(name: .shortAndLong, help: "No progress or notes on standard error.") var quiet = false
         /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
         @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
+        /// `--json` or `--format json`.
+        var json: Bool { output.format == .json }
+
         func validate() throws {
+            if output.format.isCI, watch || worker {
+                throw ValidationError("--format \(output.format.rawValue) writes one document for one pass; with --watch or --worker use --json (one line per pass or batch)")
+            }
             if let interval, IntervalParser.seconds(interval) == nil { throw ValidationError("--interval takes a duration such as 30s, 15m or 2h (at most 366 days)") }
             if let lease, IntervalParser.seconds(lease) == nil { throw ValidationError("--lease takes a duration such as 90s, 10m or seconds (at most 366 days)") }
             if let owner, owner.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--owner takes a non-empty name") }
@@ -155,7 +161,14 @@ extension AASAFetchCommand {
                     let deliver = { try await deliverNotifications(notifier, store: database, owner: job.owner, now: clock, stop: stop,
                                                                    console: console, repeats: repeats) }
                     if json { shown.notifications = try await deliver() }
-                    if forced != nil { renderForced(shown, console: console) } else { render(shown, console: console) }
+                    if output.format.isCI {
+                        var writer = CIWriters.standardOutput(output.format, console: console)
+                        RefreshCI.render(shown, cdnBase: cdnBase, to: &writer)
+                    } else if forced != nil {
+                        renderForced(shown, console: console)
+                    } else {
+                        render(shown, console: console)
+                    }
                     try await writeMetrics(report, store: database, started: started, now: clock())
                     if !json { _ = try await deliver() }
                     if report.descriptorShortages > 0 {

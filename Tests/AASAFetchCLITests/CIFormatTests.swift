@@ -272,6 +272,59 @@ struct CIFormatTests {
         #expect(cases(parsed[4]).first.map { ($0["error"] as? [String: Any])?["type"] as? String } == "entitlements-unreadable")
     }
 
+    /// `refresh --format github|sarif|junit`: one case per host fetched (group `refresh`), failed
+    /// when it broke or lost an association, its changes as problems at the host's URL, the tally
+    /// last. Each format refreshes its own copy of one store, so each sees the same pass.
+    @Test(.timeLimit(.minutes(3)))
+    func refreshInEveryCIFormat() async throws {
+        let sites = try await NotifyCommandTests.Sites.start(count: 3)
+        defer { sites.stop() }
+        try sites.record()
+        try sites.change()
+        let later = NotifyCommandTests.later(days: 2)
+        func refresh(_ extra: [String]) throws -> ToolRunner.Result {
+            let copy = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-ci-refresh-\(UUID().uuidString)")
+            try FileManager.default.copyItem(at: sites.cache, to: copy)
+            defer { try? FileManager.default.removeItem(at: copy) }
+            return try ToolRunner.run(["refresh", "--now", later] + extra + sites.network, cache: copy.path)
+        }
+        let (h1, h2) = ("h1.notify.example.com", "h2.notify.example.com")
+
+        let github = try refresh(["--format", "github"])
+        #expect(github.status == 1, "an association broke: \(github.stderr)")
+        let lines = github.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4, "\(github.stdout)")
+        #expect(lines[0].hasPrefix("::error title=http-client-error::\(h1) broke: ") && lines[0].contains("the last approved file is kept"), "\(lines)")
+        #expect(lines[1].hasPrefix("::error title=app-not-listed::\(h2) association-lost: ") && lines[1].contains("(applinks:\(h2))")
+                && lines[1].contains("(fix: add \"\(NotifyCommandTests.appID)\" to the appIDs of a detail under applinks.details)"), "\(lines)")
+        #expect(lines[2].hasPrefix("::notice title=changed::\(h2) changed: "), "\(lines)")
+        #expect(lines[3] == "::notice title=aasa-fetch::3 hosts fetched, 3 changes, association broken")
+
+        let sarif = try refresh(["--format", "sarif"])
+        #expect(sarif.status == 1)
+        #expect(try CIFormatValidator.sarifProblems([sarif.stdout]).first?.isEmpty == true, "\(sarif.stdout.prefix(400))")
+        let log = try #require(try JSONSerialization.jsonObject(with: Data(sarif.stdout.utf8)) as? [String: Any])
+        let results = try #require(((log["runs"] as? [[String: Any]])?.first)?["results"] as? [[String: Any]])
+        #expect(results.map { "\($0["ruleId"] ?? "") \($0["level"] ?? "")" } == ["http-client-error error", "app-not-listed error", "changed note"])
+        let artifact = ((results.first?["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any])?["artifactLocation"] as? [String: Any]
+        #expect(artifact?["uri"] as? String == "https://\(h1)/.well-known/apple-app-site-association")
+
+        let junit = try refresh(["--format", "junit"])
+        #expect(junit.status == 1)
+        let parsed = try #require(try CIFormatValidator.junit([junit.stdout]).first)
+        #expect(parsed["problems"] as? [String] == [], "\(parsed)\n\(junit.stdout.prefix(400))")
+        let cases = ((parsed["suites"] as? [[String: Any]]) ?? []).flatMap { ($0["cases"] as? [[String: Any]]) ?? [] }
+        #expect(cases.map { $0["name"] as? String } == ["h0.notify.example.com", h1, h2])
+        #expect(cases.map { ($0["failure"] as? [String: Any])?["type"] as? String } == [nil, "http-client-error", "app-not-listed"])
+        #expect(cases.allSatisfy { $0["classname"] as? String == "refresh" })
+
+        // One document for one pass: not with --watch or --worker; --json still means --format json.
+        let watch = try refresh(["--format", "github", "--watch"])
+        #expect(watch.status == 64 && watch.stderr.contains("with --watch or --worker use --json"), "\(watch.stderr)")
+        let clash = try refresh(["--format", "junit", "--json"])
+        #expect(clash.status == 64 && clash.stderr.contains("--json means --format json"), "\(clash.stderr)")
+    }
+
     /// A list past the spool's page size (1,000 hosts a query) in every CI format: the spooled
     /// run writes what the in-memory run writes, the lines of the list hold across pages, SARIF
     /// validates and JUnit parses with one case per entry.

@@ -492,7 +492,7 @@ _aasa-fetch_refresh() {
     repeating_flags=()
     non_repeating_flags=(--allow-private --watch --worker --all --notify-allow-private --json --quiet -q --no-config --version -h --help)
     repeating_options=(--resolve --connect-to --host)
-    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --threads --cdn-base --region --interval --lease --owner --batch-size --metrics --prune-after --keep-history --notify --notify-format --notify-cacert --config)
+    non_repeating_options=(--cache --store --cacert --connect-timeout --max-time --max-size --user-agent --retry-delays --concurrency --threads --cdn-base --region --interval --lease --owner --batch-size --metrics --prune-after --keep-history --notify --notify-format --notify-cacert --format --config)
     __aasa-fetch_offer_flags_options 0
 
     # Offer option value completions
@@ -572,6 +572,10 @@ _aasa-fetch_refresh() {
         return
         ;;
     '--notify-cacert')
+        return
+        ;;
+    '--format')
+        __aasa-fetch_add_completions -W 'human'$'\n''json'$'\n''github'$'\n''sarif'$'\n''junit'
         return
         ;;
     '--config')

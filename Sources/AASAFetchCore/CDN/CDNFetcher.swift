@@ -30,7 +30,7 @@ public struct CDNFetcher: RouteSide {
     public init(transport: any HTTPTransferring, options: FetchOptions, base: String = CDNFetcher.defaultBase) {
         var cdnOptions = options
         cdnOptions.httpVersion = .http2
-        self.base = base.hasSuffix("/") ? base : base + "/"
+        self.base = Self.normalized(base)
         fetcher = AASAFetcher(transport: transport, options: cdnOptions)
     }
 
@@ -44,6 +44,12 @@ public struct CDNFetcher: RouteSide {
 
     /// The CDN URL of a host's file.
     public func url(for host: String) -> String { base + host }
+
+    /// The CDN URL of a host's file under `base` (a `--cdn-base` value).
+    public static func url(for host: String, base: String) -> String { normalized(base) + host }
+
+    /// A base URL ending in `/`.
+    static func normalized(_ base: String) -> String { base.hasSuffix("/") ? base : base + "/" }
 
     /// Fetches one host's file from the CDN (retrying transient failures as the origin route does).
     /// With `conditional` (a refresh of a stored CDN copy), the request carries its validators and

@@ -99,7 +99,7 @@ public struct AASAFetcher: RouteSide {
     }
 
     /// The URL of a host's file at `.well-known`.
-    static func wellKnownURL(_ host: String) -> String { "https://\(host)\(wellKnownPath)" }
+    public static func wellKnownURL(_ host: String) -> String { "https://\(host)\(wellKnownPath)" }
 
     // MARK: - The first request alone (the fetch stage's path without a task)
 

@@ -116,7 +116,7 @@ public struct NotificationEvent: Sendable, Hashable, Codable {
     }
 
     /// The fix for an app that is not listed (as a live run words it).
-    static func listFix(appID: String, service: Service) -> String {
+    public static func listFix(appID: String, service: Service) -> String {
         service == .applinks
             ? "add \"\(appID)\" to the appIDs of a detail under applinks.details"
             : "add \"\(appID)\" to \(service.name).apps"

@@ -22,6 +22,9 @@ public struct RefreshedHost: Sendable, Encodable {
     public var hasApprovedFile: Bool
     /// The changes recorded in the history.
     public var events: [HistoryEvent]
+    /// The fix of the download's failure, as a live run gives it (`nil` when it did not fail or
+    /// has no clear fix). Not in the JSON shape (the CI formats show it).
+    public var fix: String? = nil
 
     /// Whether one of its changes means an association broke.
     public var isBreaking: Bool { events.contains { $0.kind.isBreaking } }
@@ -251,7 +254,8 @@ public struct StoreRecorder: Sendable {
                 key: key, outcome: update.outcome, code: result.code, reason: result.reason, httpStatus: result.httpStatus,
                 previousCode: before?.lastResult?.code, consecutiveFailures: update.consecutiveFailures,
                 nextCheck: update.nextCheck, hasApprovedFile: update.approvedBody != nil || before?.approvedSize != nil,
-                events: update.events
+                events: update.events,
+                fix: result.findings.first { $0.code == result.code && $0.severity == .error }?.fix
             ))
         }
         if let owner, !abandoned.isEmpty {
