@@ -86,14 +86,14 @@ extension AASAFetchCommand.Refresh {
     func renderForced(_ report: RefreshReport, console: Console) {
         if !quiet && !report.leaseLost.isEmpty {
             let hosts = report.leaseLost.map(\.description).joined(separator: ", ")
-            console.diagnostic("lease-lost", "\(report.leaseLost.count) host(s) were taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
+            console.diagnostic("lease-lost", "\(Plural.count(report.leaseLost.count, "host was", "hosts were")) taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
         }
         if !quiet && report.leasedElsewhere > 0 {
             let owners = report.otherOwners.joined(separator: ", ")
-            console.err("aasa-fetch refresh: \(report.leasedElsewhere) host(s) are being refreshed by another process (\(owners)) right now; left to it")
+            console.err("aasa-fetch refresh: \(Plural.count(report.leasedElsewhere, "host is", "hosts are")) being refreshed by another process (\(owners)) right now; left to it")
         }
         if !quiet && report.abandoned > 0 {
-            console.err("aasa-fetch refresh: stopped; \(report.abandoned) host(s) in flight were abandoned and released")
+            console.err("aasa-fetch refresh: stopped; \(Plural.count(report.abandoned, "host", "hosts")) in flight \(report.abandoned == 1 ? "was" : "were") abandoned and released")
         }
         if json {
             try? console.json(report)
@@ -101,7 +101,7 @@ extension AASAFetchCommand.Refresh {
         }
         if !report.pruned.hosts.isEmpty { console.out(Self.prunedLine(report.pruned)) }
         let count = report.changes.count
-        console.out("aasa-fetch refresh \(Timestamp.string(report.now)): \(report.hosts.count) host(s) fetched now, \(count) change\(count == 1 ? "" : "s")\(report.broken ? ", association broken" : "")")
+        console.out("aasa-fetch refresh \(Timestamp.string(report.now)): \(Plural.count(report.hosts.count, "host")) fetched now, \(Plural.count(count, "change"))\(report.broken ? ", association broken" : "")")
         let width = min(40, (report.hosts.map(\.key.description.count).max() ?? 10) + 2)
         for host in report.hosts {
             let good = host.outcome == .approved || host.outcome == .notModified

@@ -97,7 +97,7 @@ extension AASAFetchCommand {
             }
             let failing = page.count(.fails)
             let unneeded = page.unneededCount > 0 ? ", \(page.unneededCount) no longer needed left out" : ""
-            console.out("wrote \(html): \(page.hostCount) host(s), \(failing) failing\(unneeded), \(text.utf8.count / 1024) KiB")
+            console.out("wrote \(html): \(Plural.count(page.hostCount, "host")), \(failing) failing\(unneeded), \(text.utf8.count / 1024) KiB")
         }
     }
 }

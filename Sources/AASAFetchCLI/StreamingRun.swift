@@ -338,7 +338,7 @@ extension CommandFailure {
         let limit = ProcessLimits.descriptorLimit.map { " (the limit is \($0))" } ?? ""
         return CommandFailure(
             code: "descriptors-exhausted",
-            message: "\(hosts) host(s) could not be fetched: this process ran out of file descriptors\(limit); their results were not recorded. Raise the open-file limit (ulimit -n) or lower --concurrency"
+            message: "\(Plural.count(hosts, "host")) could not be fetched: this process ran out of file descriptors\(limit); their results were not recorded. Raise the open-file limit (ulimit -n) or lower --concurrency"
         )
     }
 

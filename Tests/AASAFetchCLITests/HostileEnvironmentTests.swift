@@ -265,7 +265,7 @@ struct HostileEnvironmentTests {
         #expect(ChildProcess.waitForExit(process, timeout: .seconds(120)))
         let stderr = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
         #expect(process.terminationStatus == 2, "\(stderr)")
-        #expect(stderr.contains("aasa-fetch: descriptors-exhausted: 10 host(s) could not be fetched"), "\(stderr)")
+        #expect(stderr.contains("aasa-fetch: descriptors-exhausted: 10 hosts could not be fetched"), "\(stderr)")
         let codes = try Self.storedCodes(cache)
         let started = Set(server.requests().filter { $0.event == "request" }.compactMap(\.host).map { $0.split(separator: ":")[0] }.map(String.init))
         #expect(started.count == 2, "\(started)")

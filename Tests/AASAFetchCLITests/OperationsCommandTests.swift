@@ -107,7 +107,7 @@ struct OperationsCommandTests {
         // Names are normalised as entries are (case, Unicode), and a human run always says what it fetched.
         let human = try sites.run(["refresh", "--host", "EXAMPLE.com", "--host", "bücher.example"] + sites.network)
         #expect(human.status == 0, "stderr: \(human.stderr)")
-        #expect(human.stdout.contains("2 host(s) fetched now, 0 changes"), "stdout: \(human.stdout)")
+        #expect(human.stdout.contains("2 hosts fetched now, 0 changes"), "stdout: \(human.stdout)")
         #expect(human.stdout.contains("✔ example.com") && human.stdout.contains("✔ xn--bcher-kva.example"), "stdout: \(human.stdout)")
         #expect(Self.difference(sites.requestCounts(), before) == ["example.com": 1, "xn--bcher-kva.example": 1])
         before = sites.requestCounts()
@@ -253,7 +253,7 @@ struct OperationsCommandTests {
         let page = sites.file("status.html")
         let written = try sites.run(["report", "--html", page])
         #expect(written.status == 0, "stderr: \(written.stderr)")
-        #expect(written.stdout.hasPrefix("wrote \(page): 6 host(s), 2 failing"), "stdout: \(written.stdout)")
+        #expect(written.stdout.hasPrefix("wrote \(page): 6 hosts, 2 failing"), "stdout: \(written.stdout)")
         let html = try String(contentsOfFile: page, encoding: .utf8)
         #expect(html.contains("<details data-i=\"0\" class=\"h s-fails\""))
 

@@ -66,7 +66,7 @@ public enum EntitlementsComparison {
         case nil:
             if !signedDomains.isEmpty {
                 findings.append(.error("profile-missing-domain",
-                                       "the provisioning profile does not allow \(key) at all, but the app is signed with \(signedDomains.count) domain(s); the device refuses the entitlement",
+                                       "the provisioning profile does not allow \(key) at all, but the app is signed with \(signedDomains.count) domain\(signedDomains.count == 1 ? "" : "s"); the device refuses the entitlement",
                                        location: "profile",
                                        fix: "enable Associated Domains for the App ID and download the profile again"))
             }
