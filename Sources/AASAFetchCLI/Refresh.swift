@@ -160,7 +160,11 @@ extension AASAFetchCommand {
                     var shown = report
                     let deliver = { try await deliverNotifications(notifier, store: database, owner: job.owner, now: clock, stop: stop,
                                                                    console: console, repeats: repeats) }
-                    if json { shown.notifications = try await deliver() }
+                    // A store failure while delivering still lets the pass's report out first.
+                    var deliveryFailure: (any Error)?
+                    if json {
+                        do { shown.notifications = try await deliver() } catch { deliveryFailure = error }
+                    }
                     if output.format.isCI {
                         var writer = CIWriters.standardOutput(output.format, console: console)
                         RefreshCI.render(shown, cdnBase: cdnBase, to: &writer)
@@ -170,6 +174,7 @@ extension AASAFetchCommand {
                         render(shown, console: console)
                     }
                     try await writeMetrics(report, store: database, started: started, now: clock())
+                    if let deliveryFailure { throw deliveryFailure }
                     if !json { _ = try await deliver() }
                     if report.descriptorShortages > 0 {
                         failure = .descriptorsExhausted(hosts: report.descriptorShortages)
