@@ -251,6 +251,30 @@ struct NotifyCommandTests {
         if let postgres = store as? PostgresAssociationStore { await postgres.close() }
     }
 
+    /// The store fails while the queue is delivered (a trigger refuses to remove a delivered
+    /// event): with `--json` the pass's report is still written (its `notifications` null), then
+    /// the failure is said on standard error and the run exits 2; the changes stay recorded.
+    @Test func aStoreFailureWhileDeliveringStillWritesTheReport() async throws {
+        let sites = try await Sites.start(count: 3)
+        defer { sites.stop() }
+        let receiver = try await Self.receiver()
+        defer { receiver.stop() }
+        try sites.record()
+        try sites.change()
+        let store = try #require(try await sites.store() as? SQLiteAssociationStore)
+        try await store.executeForTesting("""
+            CREATE TRIGGER keep_notifications BEFORE DELETE ON notifications BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
+            """)
+
+        let refresh = try sites.run(["refresh", "--now", Self.later(days: 2), "--json"] + sites.network + Self.notify(receiver))
+        #expect(refresh.status == 2, "stderr: \(refresh.stderr)")
+        #expect(refresh.stderr.contains("refused by the test"), "stderr: \(refresh.stderr)")
+        let report = try refresh.json()
+        #expect(report["changes"] as? Int == 3 && report["notifications"] is NSNull, "\(refresh.stdout)")
+        #expect(report["error"] == nil, "one document on standard output: the report")
+        #expect(try await store.queuedNotifications().count == 3, "nothing is lost: the events stay queued")
+    }
+
     @Test func twoRefreshesDeliveringAtOnceSendEachEventOnce() async throws {
         let sites = try await Sites.start(count: 3)
         defer { sites.stop() }
