@@ -277,10 +277,8 @@ struct CIFormatTests {
     /// last. Each format refreshes its own copy of one store, so each sees the same pass.
     @Test(.timeLimit(.minutes(3)))
     func refreshInEveryCIFormat() async throws {
-        let sites = try await NotifyCommandTests.Sites.start(count: 3)
+        let sites = try await NotifyCommandTests.Sites.recordedThenChanged()
         defer { sites.stop() }
-        try sites.record()
-        try sites.change()
         let later = NotifyCommandTests.later(days: 2)
         func refresh(_ extra: [String]) throws -> ToolRunner.Result {
             let copy = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-ci-refresh-\(UUID().uuidString)")

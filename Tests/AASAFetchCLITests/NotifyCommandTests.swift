@@ -94,6 +94,20 @@ struct NotifyCommandTests {
             return try SQLiteAssociationStore(path: cache.appendingPathComponent(SQLiteAssociationStore.fileName).path, create: false)
         }
 
+        /// Three sites recorded, then changed (``change()``): the set-up of most tests here. The
+        /// sites are stopped when a step fails; else the caller stops them.
+        static func recordedThenChanged(storeArguments: [String] = []) async throws -> Sites {
+            let sites = try await start(count: 3, storeArguments: storeArguments)
+            do {
+                try sites.record()
+                try sites.change()
+                return sites
+            } catch {
+                sites.stop()
+                throw error
+            }
+        }
+
         /// Breaks h1 (404) and makes h2 drop the app (changed, association-lost).
         func change() throws {
             try serve(nil, for: "h1.notify.example.com")
@@ -134,12 +148,10 @@ struct NotifyCommandTests {
     // MARK: - Tests
 
     @Test func eachChangeIsPostedAsOneJSONEventThenAsSlackText() async throws {
-        let sites = try await Sites.start(count: 3)
+        let sites = try await Sites.recordedThenChanged()
         defer { sites.stop() }
         let receiver = try await Self.receiver()
         defer { receiver.stop() }
-        try sites.record()
-        try sites.change()
 
         let refresh = try sites.run(["refresh", "--now", Self.later(days: 2)] + sites.network + Self.notify(receiver))
         #expect(refresh.status == 1, "a host broke: the exit status is the associations'; stderr: \(refresh.stderr)")
@@ -205,10 +217,8 @@ struct NotifyCommandTests {
     }
 
     static func downThenUp(storeArguments: [String]) async throws {
-        let sites = try await Sites.start(count: 3, storeArguments: storeArguments)
+        let sites = try await Sites.recordedThenChanged(storeArguments: storeArguments)
         defer { sites.stop() }
-        try sites.record()
-        try sites.change()
 
         // Nothing listens on this port: every attempt fails; the run's exit status stays the associations'.
         // The JSON report tells how the delivery went (it waits for it).
@@ -255,12 +265,10 @@ struct NotifyCommandTests {
     /// event): with `--json` the pass's report is still written (its `notifications` null), then
     /// the failure is said on standard error and the run exits 2; the changes stay recorded.
     @Test func aStoreFailureWhileDeliveringStillWritesTheReport() async throws {
-        let sites = try await Sites.start(count: 3)
+        let sites = try await Sites.recordedThenChanged()
         defer { sites.stop() }
         let receiver = try await Self.receiver()
         defer { receiver.stop() }
-        try sites.record()
-        try sites.change()
         let store = try #require(try await sites.store() as? SQLiteAssociationStore)
         try await store.executeForTesting("""
             CREATE TRIGGER keep_notifications BEFORE DELETE ON notifications BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
@@ -276,10 +284,8 @@ struct NotifyCommandTests {
     }
 
     @Test func twoRefreshesDeliveringAtOnceSendEachEventOnce() async throws {
-        let sites = try await Sites.start(count: 3)
+        let sites = try await Sites.recordedThenChanged()
         defer { sites.stop() }
-        try sites.record()
-        try sites.change()
         let closed = try Loopback.freePort()
         let down = try sites.run(["refresh", "--now", Self.later(days: 2), "--notify", "http://127.0.0.1:\(closed)/x",
                                   "--notify-allow-private"] + sites.network)
@@ -306,10 +312,8 @@ struct NotifyCommandTests {
     static func changedSitesAndWorker(
         receiving behavior: FaultBehavior
     ) async throws -> (sites: Sites, store: any AssociationStore, receiver: FaultServer, worker: StoreIntegrationTests.Running) {
-        let sites = try await Sites.start(count: 3)
+        let sites = try await Sites.recordedThenChanged()
         do {
-            try sites.record()
-            try sites.change()
             let store = try await sites.store()
             try await (store as? SQLiteAssociationStore)?.setNextCheck(Date().addingTimeInterval(-1))
             let receiver = try await Self.receiver(behavior)
