@@ -157,7 +157,7 @@ public struct Diff: AsyncParsableCommand {
             } catch let error as LintReadError {
                 throw CommandFailure(code: error.code, message: error.message)
             } catch {
-                throw CommandFailure(code: "file-unreadable", message: "cannot read \(path): \((error as NSError).localizedDescription)")
+                throw CommandFailure(code: "file-unreadable", message: "cannot read \(path): \(SystemReason.of(error))")
             }
             switch AASADecoder.decode(bytes) {
             case .document(let document, _):

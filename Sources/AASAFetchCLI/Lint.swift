@@ -170,7 +170,7 @@ public struct Lint: AsyncParsableCommand {
                 continue
             } catch {
                 let failure = error as? LintReadError
-                    ?? LintReadError(code: "file-unreadable", message: (error as? BoundedFileError)?.message(path: path) ?? "cannot read \(path): \((error as NSError).localizedDescription)")
+                    ?? LintReadError(code: "file-unreadable", message: (error as? BoundedFileError)?.message(path: path) ?? "cannot read \(path): \(SystemReason.of(error))")
                 report.files.append(LintFileReport(path: path, findings: [], readError: .init(code: failure.code, message: failure.message)))
                 report.unreadable += 1
                 continue

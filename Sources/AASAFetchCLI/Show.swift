@@ -415,6 +415,13 @@ extension AASAFetchCommand {
             "\(route.rawValue)/\(host).json"
         }
 
+        /// Creates `folder` and its parents, or fails with `export-unwritable` and the system's reason.
+        private static func createFolder(_ folder: String) throws(CommandFailure) {
+            if let failure = SystemReason.createFolder(folder, parents: true) {
+                throw CommandFailure(code: "export-unwritable", message: "cannot create \(folder): \(SystemReason.text(errno: failure))")
+            }
+        }
+
         func run() async throws {
             let console = Console.standard
             let folder = out ?? (store.directory as NSString).appendingPathComponent("export")
@@ -423,7 +430,7 @@ extension AASAFetchCommand {
             do {
                 let database = try await store.open(create: false, readOnly: true)
                 let keys = try await database.allHosts().filter { $0.approvedSize != nil }.map(\.key)
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                try Self.createFolder(folder)
                 var routeFolders: Set<Route> = []
                 for chunk in stride(from: 0, to: keys.count, by: 500).map({ Array(keys[$0..<min($0 + 500, keys.count)]) }) {
                     let states = try await database.states(of: chunk)
@@ -437,10 +444,14 @@ extension AASAFetchCommand {
                         }
                         let routeFolder = (folder as NSString).appendingPathComponent(key.route.rawValue)
                         if routeFolders.insert(key.route).inserted {
-                            try FileManager.default.createDirectory(atPath: routeFolder, withIntermediateDirectories: true)
+                            try Self.createFolder(routeFolder)
                         }
                         let path = (folder as NSString).appendingPathComponent(Self.relativePath(host: key.host, route: key.route))
-                        try Data(body).write(to: URL(fileURLWithPath: path), options: .atomic)
+                        do {
+                            try Data(body).write(to: URL(fileURLWithPath: path), options: .atomic)
+                        } catch {
+                            throw CommandFailure(code: "export-unwritable", message: "cannot write \(path): \(SystemReason.of(error))")
+                        }
                         files.append(File(host: key.host, route: key.route, path: path, bytes: body.count,
                                           approvedAt: state.approvedAt))
                     }
@@ -450,7 +461,7 @@ extension AASAFetchCommand {
             } catch let error as CommandFailure {
                 throw error
             } catch {
-                throw CommandFailure(code: "export-unwritable", message: "cannot write to \(folder): \(error.localizedDescription)")
+                throw CommandFailure(code: "export-unwritable", message: "cannot write to \(folder): \(SystemReason.of(error))")
             }
             if json {
                 try console.json(Output(out: folder, files: files, skipped: skipped))

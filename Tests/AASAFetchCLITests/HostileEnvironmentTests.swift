@@ -368,6 +368,45 @@ struct HostileEnvironmentTests {
         #expect(run.standardError.contains("left: 0"), "\(run.standardError)")
     }
 
+    // MARK: - A file where a folder should be
+
+    /// A store, an export folder or `TMPDIR` under a plain file: each names its code and the
+    /// system's reason, never Foundation's "The operation could not be completed. (NSCocoaErrorDomain
+    /// error 512.)".
+    @Test func aFileWhereAFolderShouldBeSaysWhy() async throws {
+        let (server, ca) = try await Self.server()
+        defer { server.stop() }
+        let work = try Self.folder("notafolder")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let file = work.appendingPathComponent("plain")
+        try Data("x".utf8).write(to: file)
+        func expect(_ run: ToolRunner.Result, code: String, _ message: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(run.status == 2, "\(run.stderr)", sourceLocation: sourceLocation)
+            #expect(run.stderr.contains("\(code): \(message): Not a directory"), "\(run.stderr)", sourceLocation: sourceLocation)
+            #expect(!run.stderr.contains("NSCocoaErrorDomain") && !run.stderr.contains("could not be completed"), "\(run.stderr)",
+                    sourceLocation: sourceLocation)
+        }
+        let store = file.appendingPathComponent("cache").path
+        expect(try ToolRunner.run(Self.network(server, ca) + ["--domain", "applinks:n1.fault.test"], cache: store),
+               code: "store-unreadable", "cannot create \(store)")
+
+        let cache = try Self.recordedStore(server, ca, hosts: ["n1.fault.test"], in: work)
+        let out = file.appendingPathComponent("out").path
+        expect(try ToolRunner.run(["export", "--out", out], cache: cache), code: "export-unwritable", "cannot create \(out)")
+        // A route's folder that is a file: the folder named is that one.
+        let exported = work.appendingPathComponent("exported")
+        try FileManager.default.createDirectory(at: exported, withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: exported.appendingPathComponent("origin"))
+        expect(try ToolRunner.run(["export", "--out", exported.path], cache: cache), code: "export-unwritable",
+               "cannot create \(exported.appendingPathComponent("origin").path)")
+
+        let list = work.appendingPathComponent("list.txt")
+        try Data("n1.fault.test\n".utf8).write(to: list)
+        let spooled = try ToolRunner.run(Self.network(server, ca) + ["--domains", list.path], cache: cache, environment: ["TMPDIR": file.path])
+        #expect(spooled.status == 2, "\(spooled.stderr)")
+        #expect(spooled.stderr.contains("spool-error: cannot create the run spool in \(file.path): Not a directory"), "\(spooled.stderr)")
+    }
+
     // MARK: - One fresh store, many processes
 
     /// Several processes creating one fresh store at once: the schema is created once, under a

@@ -55,6 +55,7 @@ struct EntitlementsTests {
             Issue.record("expected an error")
         } catch {
             #expect(error.code == "entitlements-unreadable")
+            #expect(error.message == "cannot read the file: No such file or directory", "the caller names the path")
         }
     }
 

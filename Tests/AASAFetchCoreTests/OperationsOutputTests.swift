@@ -113,6 +113,11 @@ struct OperationsOutputTests {
         let missing = folder.appendingPathComponent("no/such/metrics.prom").path
         #expect(throws: AtomicFile.WriteError.self) { try AtomicFile.write(Array("x".utf8), to: missing) }
         #expect(AtomicFile.checkWritable(missing)?.contains("does not exist") == true)
+        // A file where the folder should be.
+        let plain = folder.appendingPathComponent("plain").path
+        try Data("x".utf8).write(to: URL(fileURLWithPath: plain))
+        #expect(AtomicFile.checkWritable(plain + "/metrics.prom") == "\(plain) is not a folder")
+        try FileManager.default.removeItem(atPath: plain)
         #expect(AtomicFile.checkWritable(folder.appendingPathComponent("fine.prom").path) == nil)
     }
 
@@ -149,6 +154,49 @@ struct OperationsOutputTests {
         // Devices are only checked here: a broken check must not replace them on the test machine.
         #expect(AtomicFile.checkWritable("/dev/null")?.contains("not a regular file") == true)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["dangling", "index.html", "pages", "pipe.prom", "to-pipe"])
+    }
+
+    // MARK: - The system's reason
+
+    @Test func foldersAreCreatedAsMkdirDoesWithTheFailingCallsErrorNumber() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let nested = folder.appendingPathComponent("a/b/c").path
+        #expect(SystemReason.createFolder(nested + "//", parents: true) == nil)
+        var info = stat()
+        #expect(stat(nested, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR)
+        #expect(SystemReason.createFolder(nested, parents: true) == nil, "a folder already there is fine with parents")
+        #expect(SystemReason.createFolder(nested, parents: false) == EEXIST, "a private folder must be new")
+        #expect(SystemReason.createFolder(folder.appendingPathComponent("x/y").path, parents: false) == ENOENT)
+        let file = folder.appendingPathComponent("file").path
+        try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(SystemReason.createFolder(file, parents: true) == ENOTDIR)
+        #expect(SystemReason.createFolder(file, parents: false) == EEXIST)
+        #expect(SystemReason.createFolder(file + "/sub/deeper", parents: true) == ENOTDIR)
+        #expect(SystemReason.text(errno: ENOTDIR) == "Not a directory")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["a", "file"])
+    }
+
+    @Test func foundationsFileErrorsGiveTheSystemsReason() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Writing into a folder that is not there: the POSIX error under Foundation's own.
+        do {
+            try Data("y".utf8).write(to: folder.appendingPathComponent("missing/inside.json"), options: .atomic)
+            Issue.record("the write into a missing folder succeeded")
+        } catch {
+            #expect(SystemReason.of(error) == "No such file or directory", "\(error)")
+        }
+        do {
+            _ = try FileHandle(forReadingFrom: folder.appendingPathComponent("missing"))
+            Issue.record("a missing file was opened")
+        } catch {
+            #expect(SystemReason.of(error) == "No such file or directory", "\(error)")
+        }
+        #expect(SystemReason.of(POSIXError(.ENOSPC)) == "No space left on device")
+        #expect(SystemReason.of(CocoaError(.fileWriteOutOfSpace)) == "No space left on device")
+        struct Other: Error, CustomStringConvertible { var description: String { "other" } }
+        #expect(!SystemReason.of(Other()).isEmpty)
     }
 
     // MARK: - Verdicts from stored responses

@@ -53,7 +53,7 @@ public enum BoundedFile {
             do {
                 chunk = try handle.read(upToCount: min(1 << 20, limit - bytes.count + 1))
             } catch {
-                throw .unreadable(error.localizedDescription)
+                throw .unreadable(SystemReason.of(error))
             }
             guard let chunk, !chunk.isEmpty else { return bytes }
             bytes.append(contentsOf: chunk)

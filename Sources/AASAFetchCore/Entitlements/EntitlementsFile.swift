@@ -52,9 +52,10 @@ public struct EntitlementsFile: Sendable, Hashable {
         } catch {
             switch error {
             case .tooLarge:
-                throw EntitlementsError(code: "entitlements-too-large", message: "\(error.message(path: path)); an entitlements file is a few kilobytes")
+                throw EntitlementsError(code: "entitlements-too-large", message: "\(error.message(path: "the file")); an entitlements file is a few kilobytes")
             case .unreadable:
-                throw EntitlementsError(code: "entitlements-unreadable", message: error.message(path: path))
+                // The caller names the path: the message does not repeat it.
+                throw EntitlementsError(code: "entitlements-unreadable", message: error.message(path: "the file"))
             }
         }
         return try parse(Data(bytes))

@@ -56,7 +56,7 @@ public struct LineReader {
         do {
             handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
         } catch {
-            throw .unreadable(error.localizedDescription)
+            throw .unreadable(SystemReason.of(error))
         }
         self.init(handle: handle, ownsHandle: true, bufferSize: bufferSize, maxLineBytes: maxLineBytes)
     }
@@ -118,7 +118,7 @@ public struct LineReader {
                 do {
                     chunk = try handle.read(upToCount: bufferSize)
                 } catch {
-                    throw .unreadable(error.localizedDescription)
+                    throw .unreadable(SystemReason.of(error))
                 }
                 if let chunk, !chunk.isEmpty {
                     buffer.append(contentsOf: chunk)

@@ -84,10 +84,11 @@ public enum AtomicFile {
         }
         let url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
-            return "the folder \(folder) does not exist"
+        var info = stat()
+        guard stat(folder, &info) == 0 else {
+            return errno == ENOENT ? "the folder \(folder) does not exist" : "cannot look at the folder \(folder): \(lastError())"
         }
+        guard info.st_mode & S_IFMT == S_IFDIR else { return "\(folder) is not a folder" }
         guard access(folder, W_OK) == 0 else { return "cannot write in \(folder): \(lastError())" }
         return nil
     }

@@ -115,12 +115,9 @@ public final class RunSpool: Sendable {
         let base = parent ?? FileManager.default.temporaryDirectory.path
         directory = (base as NSString).appendingPathComponent("aasa-fetch-spool-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))")
         self.prioritizer = prioritizer
-        do {
-            // Only the spool's own folder: a missing TMPDIR is an error, not something to create.
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw SpoolError("cannot create the run spool in \(base): \(error.localizedDescription) (set TMPDIR to a writable folder)")
+        // Only the spool's own folder: a missing TMPDIR is an error, not something to create.
+        if let failure = SystemReason.createFolder(directory, parents: false, mode: 0o700) {
+            throw SpoolError("cannot create the run spool in \(base): \(SystemReason.text(errno: failure)) (set TMPDIR to a writable folder)")
         }
         var configuration = Configuration()
         configuration.label = "aasa-fetch.spool"

@@ -39,12 +39,8 @@ public struct SQLiteAssociationStore: AssociationStore {
             guard create, !readOnly else {
                 throw StoreError(code: "store-missing", message: "no store at \(path) (run aasa-fetch --entitlements … first, or pass --cache DIR)")
             }
-            if !directory.isEmpty {
-                do {
-                    try fileManager.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                } catch {
-                    throw StoreError(code: "store-unreadable", message: "cannot create \(directory): \(error.localizedDescription)")
-                }
+            if !directory.isEmpty, let failure = SystemReason.createFolder(directory, parents: true) {
+                throw StoreError(code: "store-unreadable", message: "cannot create \(directory): \(SystemReason.text(errno: failure))")
             }
         } else if !fileManager.isReadableFile(atPath: path) {
             throw StoreError(code: "store-unreadable", message: "cannot read \(path): permission denied")
