@@ -368,6 +368,56 @@ struct HostileEnvironmentTests {
         #expect(run.standardError.contains("left: 0"), "\(run.standardError)")
     }
 
+    // MARK: - A store on a full disk
+
+    /// The disk fills while a run records (a small tmpfs in a mount namespace: the schema and one
+    /// host's large file fit, six more do not): `store-full`, exit 2, and still the whole run's
+    /// output on standard output; what an earlier run recorded is kept, and the store stays readable.
+    @Test(.enabled(if: Self.namespaces))
+    func aStoreThatFillsTheDiskMidRunSaysStoreFullAndKeepsTheOutput() async throws {
+        // About 90 KB of valid file per host. The disk: the first run fits from about 600 KiB, the
+        // second stops fitting below about 1.4 MiB (the store keeps a host's body and its approved
+        // copy); 960 KiB sits between.
+        let components = (0..<3000).map { #"{"/":"/p\#($0)/*"}"# }.joined(separator: ",")
+        let large = #"{"applinks":{"details":[{"appIDs":["\#(Self.appID)"],"components":[\#(components)]}]}}"#
+        let (server, ca) = try await Self.server(hosts: Dictionary(uniqueKeysWithValues: (1...7).map {
+            ("f\($0).fault.test", FaultBehavior.respond(headers: [("Content-Type", "application/json")], body: large))
+        }))
+        defer { server.stop() }
+        let work = try Self.folder("storefull")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let disk = work.appendingPathComponent("disk")
+        try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: true)
+        let cache = disk.appendingPathComponent("cache").path
+        let shownFile = work.appendingPathComponent("shown.json")
+        func arguments(_ hosts: ClosedRange<Int>) -> String {
+            (Self.network(server, ca) + ["--json", "--cache", cache] + hosts.flatMap { ["--domain", "applinks:f\($0).fault.test"] })
+                .map(Self.quoted).joined(separator: " ")
+        }
+        let inner = """
+            mount -t tmpfs -o size=960k tmpfs \(Self.quoted(disk.path)) || exit 99
+            "$AASA" \(arguments(1...1)) > /dev/null || { echo "first run: $?" >&2; exit 98; }
+            "$AASA" \(arguments(1...7))
+            status=$?
+            "$AASA" show --json --cache \(Self.quoted(cache)) > \(Self.quoted(shownFile.path)) || echo "show failed: $?" >&2
+            exit $status
+            """
+        let run = try Self.shell("exec unshare -rm /bin/sh -c \(Self.quoted(inner))")
+        #expect(run.status == 2, "\(run.standardError)")
+        #expect(run.standardError.contains("aasa-fetch: store-full: \(cache)/aasa-fetch.sqlite: the disk is full"), "\(run.standardError)")
+        // The run's own document is whole: every host, each with its result.
+        let document = try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
+        let domains = document?["domains"] as? [[String: Any]] ?? []
+        #expect(domains.count == 7, "\(run.standardOutput.prefix(500))")
+        #expect(domains.allSatisfy { $0["associated"] as? Bool == true }, "\(domains)")
+        // The store is readable; the first run's result is still there, the second's did not fit.
+        #expect(!run.standardError.contains("show failed"), "\(run.standardError)")
+        let shown = try JSONSerialization.jsonObject(with: Data(contentsOf: shownFile)) as? [String: Any]
+        let codes = Dictionary((shown?["hosts"] as? [[String: Any]] ?? []).map { ($0["host"] as? String ?? "", $0["code"] as? String) }) { $1 }
+        #expect(codes["f1.fault.test"] == .some("ok"), "\(codes)")
+        #expect(codes.values.filter { $0 == "ok" }.count < 7, "\(codes)")
+    }
+
     // MARK: - A file where a folder should be
 
     /// A store, an export folder or `TMPDIR` under a plain file: each names its code and the

@@ -235,12 +235,14 @@ public final class FaultServer: Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-fault-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let portFile = directory.appendingPathComponent("port")
-        let json = String(decoding: try JSONEncoder().encode(script), as: UTF8.self)
+        // In a file: a script with large bodies would pass the 128 KiB limit of one argument.
+        let scriptFile = directory.appendingPathComponent("script.json")
+        try JSONEncoder().encode(script).write(to: scriptFile)
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [
-            scriptPath, "--cert", certificate.certificatePath, "--key", certificate.keyPath, "--script", json,
+            scriptPath, "--cert", certificate.certificatePath, "--key", certificate.keyPath, "--script", "@" + scriptFile.path,
             "--log", directory.appendingPathComponent("requests.jsonl").path, "--port-file", portFile.path,
             "--lifetime", String(lifetime),
         ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A scriptable TLS server for aasa-fetch transport tests (Python 3 standard library only).
 
-Usage: faultserver.py --cert PEM --key PEM --script JSON --log FILE [--port-file FILE] [--lifetime S]
+Usage: faultserver.py --cert PEM --key PEM --script JSON|@FILE --log FILE [--port-file FILE] [--lifetime S]
 
 Listens on 127.0.0.1 at a free port, prints the port on stdout (and writes it to --port-file),
 and exits by itself after --lifetime seconds (default 120) or on SIGTERM.
@@ -312,7 +312,12 @@ def main():
     parser.add_argument("--port-file")
     parser.add_argument("--lifetime", type=float, default=120)
     args = parser.parse_args()
-    script = json.loads(args.script)
+    # "@FILE": the script is in FILE (argv holds at most 128 KiB per argument).
+    if args.script.startswith("@"):
+        with open(args.script[1:], encoding="utf-8") as source:
+            script = json.load(source)
+    else:
+        script = json.loads(args.script)
 
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     # The parent (a test runner) may have blocked SIGTERM; the mask is inherited across exec.
