@@ -85,7 +85,7 @@ public final class CurlClient: HTTPTransferring, Sendable {
     /// - Returns: The complete response.
     /// - Throws: ``TransferFailure`` when no complete response arrived, classified by ``TransferFailureKind``.
     public func perform(_ request: TransferRequest) async throws(TransferFailure) -> TransferResponse {
-        let loop = group.loop(forAffinity: request.affinityKey(perHostLimit: perHostLimit))
+        let loop = group.loop(for: request, perHostLimit: perHostLimit)
         let mailbox = group.mailboxes[loop]
         let id = try mailbox.reserve().get()
         let result = await withTaskCancellationHandler {
@@ -111,7 +111,7 @@ public final class CurlClient: HTTPTransferring, Sendable {
     /// - Returns: The ticket to give ``cancel(_:)``.
     @discardableResult
     public func start(_ request: TransferRequest, completion: @escaping TransferCompletion) -> TransferTicket {
-        let loop = group.loop(forAffinity: request.affinityKey(perHostLimit: perHostLimit))
+        let loop = group.loop(for: request, perHostLimit: perHostLimit)
         let mailbox = group.mailboxes[loop]
         switch mailbox.reserve() {
         case .success(let id):

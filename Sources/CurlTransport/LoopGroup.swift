@@ -157,6 +157,13 @@ final class LoopGroup: Sendable {
         }
     }
 
+    /// The loop for a request: the one it follows up on (``TransferRequest/after``), else the one
+    /// of its affinity key, else the least loaded.
+    func loop(for request: TransferRequest, perHostLimit: Bool) -> Int {
+        if let after = request.after, mailboxes.indices.contains(after.loop) { return after.loop }
+        return loop(forAffinity: request.affinityKey(perHostLimit: perHostLimit))
+    }
+
     /// The loop for a new transfer: the one for its affinity key when it has one, else the one
     /// with the fewest transfers waiting or running.
     func loop(forAffinity key: String?) -> Int {

@@ -23,13 +23,27 @@ final class MultiLoop {
     /// through the caller's threads); its timeouts start only then.
     private var queued: [(id: UInt64, request: TransferRequest, completion: TransferCompletion)] = []
     private var queueHead = 0
+    /// How many transfers this loop runs now, below its download slots, by how busy it is.
+    private var pacer: StartPacer
+    /// This thread's running and runnable time, for the pacer.
+    private let schedule: ThreadSchedule
 
-    private init(index: Int, group: LoopGroup, multi: UnsafeMutableRawPointer) {
+    private init(index: Int, group: LoopGroup, multi: UnsafeMutableRawPointer, maxConnections: Int) {
         self.index = index
         self.group = group
         self.mailbox = group.mailboxes[index]
         self.multi = multi
         self.share = group.caches.handle
+        schedule = ThreadSchedule()
+        pacer = StartPacer(ceiling: maxConnections > 0 ? maxConnections : Int.max / 2, now: Self.monotonicNanoseconds(),
+                           wanted: schedule.wanted())
+    }
+
+    /// The monotonic clock in nanoseconds.
+    private static func monotonicNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 
     /// The most idle connections one loop keeps: its share of `maxConnections` (`0`: no limit),
@@ -64,7 +78,7 @@ final class MultiLoop {
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, maxConnectionsPerHost))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex)
 
-        let loop = MultiLoop(index: index, group: group, multi: multi)
+        let loop = MultiLoop(index: index, group: group, multi: multi, maxConnections: maxConnections)
         mailbox.publish(multi: MultiWakeupHandle(raw: multi))
         loop.runUntilStopped()
         loop.tearDown()
@@ -87,7 +101,12 @@ final class MultiLoop {
             for command in commands {
                 switch command {
                 case .start(let id, let request, let completion):
-                    queued.append((id, request, completion))
+                    if request.after != nil {
+                        // A follow-up goes first, while the connection it can reuse is still kept.
+                        queued.insert((id, request, completion), at: queueHead)
+                    } else {
+                        queued.append((id, request, completion))
+                    }
                 case .cancel(let id):
                     cancel(id: id)
                 }
@@ -105,17 +124,27 @@ final class MultiLoop {
                 drainMessages()
             }
             var ready: Int32 = 0
+            let sleeping = Self.monotonicNanoseconds()
             if curl_multi_poll(multi, nil, 0, 1000, &ready) != CURLM_OK {
                 usleep(10_000)  // poll() itself failed: do not spin; transfers still time out
+            }
+            let awake = Self.monotonicNanoseconds()
+            pacer.waited(awake &- sleeping)
+            if pacer.windowOver(now: awake) {
+                pacer.tick(now: awake, wanted: schedule.wanted())
             }
         }
     }
 
-    /// Hands queued transfers to curl while a download slot is free; returns whether it started any.
+    /// Hands queued transfers to curl while the pacer lets the loop run more (HTTP/1.1) and a
+    /// download slot is free; returns whether it started any.
     @discardableResult
     private func startQueued() -> Bool {
         var started = false
-        while queueHead < queued.count, group.slots.acquire(loop: index) {
+        // HTTP/2 requests (the CDN's streams, capped by their fetcher) share one connection: the
+        // pacer, which saves TLS connections, does not hold them back.
+        while queueHead < queued.count, !Self.paced(queued[queueHead].request) || pacer.mayStart(running: transfers.count),
+              group.slots.acquire(loop: index) {
             let next = queued[queueHead]
             queueHead += 1
             if !start(id: next.id, request: next.request, completion: next.completion) {
@@ -135,8 +164,15 @@ final class MultiLoop {
         return started
     }
 
+    /// Whether the pacer decides when `request` starts: every request but HTTP/2 ones.
+    private static func paced(_ request: TransferRequest) -> Bool {
+        request.httpVersion != .http2
+    }
+
     private func releaseSlot() {
-        if let next = group.slots.release(loop: index, hasQueued: queueHead < queued.count) {
+        // A slot is kept for this loop's next transfer only when the pacer lets it start one.
+        let startsNext = queueHead < queued.count && (!Self.paced(queued[queueHead].request) || transfers.count < pacer.target)
+        if let next = group.slots.release(loop: index, hasQueued: startsNext) {
             wake([next])
         }
     }
@@ -198,8 +234,14 @@ final class MultiLoop {
                 _ = curl_multi_remove_handle(multi, easy)
                 continue
             }
-            let result: Result<TransferResponse, TransferFailure> =
-                code == CURLE_OK ? .success(transfer.makeResponse()) : .failure(transfer.makeFailure(code))
+            let result: Result<TransferResponse, TransferFailure>
+            if code == CURLE_OK {
+                var response = transfer.makeResponse()
+                response.place = TransferPlace(loop: index)
+                result = .success(response)
+            } else {
+                result = .failure(transfer.makeFailure(code))
+            }
             complete(transfer, result: result, added: true)
         }
     }
@@ -227,6 +269,7 @@ final class MultiLoop {
     }
 
     private func tearDown() {
+        schedule.close()
         let (commands, waiters) = mailbox.close()
         for case .start(let id, _, let completion) in commands {
             finish(id: id, completion: completion, result: .failure(Mailbox.shutDownFailure))
@@ -245,6 +288,58 @@ final class MultiLoop {
         group.loopExited()
         for waiter in waiters {
             waiter.resume()
+        }
+    }
+}
+
+/// The calling thread's time on a CPU plus its time waiting in the run queue
+/// (`/proc/thread-self/schedstat`, opened once by the thread it describes).
+final class ThreadSchedule {
+    private var descriptor: Int32
+
+    /// Opens the calling thread's schedstat; ``wanted()`` is `nil` when the system does not tell.
+    init() {
+        descriptor = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)
+    }
+
+    /// Nanoseconds the thread ran or waited to run, so far.
+    func wanted() -> UInt64? {
+        guard descriptor >= 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 96)
+        let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        return Self.parse(buffer[..<count])
+    }
+
+    /// The sum of the first two numbers of a schedstat line ("RUN WAIT SLICES").
+    static func parse(_ line: ArraySlice<UInt8>) -> UInt64? {
+        var numbers: [UInt64] = []
+        var value: UInt64 = 0
+        var digits = false
+        for byte in line {
+            if byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
+                let (times, overflowA) = value.multipliedReportingOverflow(by: 10)
+                let (sum, overflowB) = times.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+                if overflowA || overflowB { return nil }
+                value = sum
+                digits = true
+            } else {
+                if digits { numbers.append(value) }
+                if numbers.count == 2 { break }
+                value = 0
+                digits = false
+            }
+        }
+        if digits, numbers.count < 2 { numbers.append(value) }
+        guard numbers.count == 2 else { return nil }
+        let (total, overflow) = numbers[0].addingReportingOverflow(numbers[1])
+        return overflow ? nil : total
+    }
+
+    func close() {
+        if descriptor >= 0 {
+            _ = Glibc.close(descriptor)
+            descriptor = -1
         }
     }
 }

@@ -71,6 +71,10 @@ public struct TransferRequest: Sendable, Hashable {
     /// the default: an HTTP/2 request, or any request of a client with a per-host connection
     /// limit, is kept on the loop of its URL's host; any other goes to the least-loaded loop.
     public var affinity: String?
+    /// A follow-up of the transfer that ran at this place (``TransferResponse/place``), to the same
+    /// host: it runs on the same loop, ahead of the transfers queued there, so that it can reuse
+    /// the connection that transfer left open (the legacy path after a 404). `nil`: any loop.
+    public var after: TransferPlace?
 
     /// Creates a request with the defaults Apple's downloader uses.
     public init(

@@ -105,6 +105,13 @@ public struct TransferTimings: Sendable, Hashable, Codable {
     }
 }
 
+/// Where a transfer ran: the loop of a ``CurlClient``. A follow-up request to the same host that
+/// names it (``TransferRequest/after``) runs on that loop ahead of its queue, so it can reuse the
+/// connection the first transfer left open instead of making a new TLS handshake.
+public struct TransferPlace: Sendable, Hashable {
+    let loop: Int
+}
+
 /// A complete HTTP response (any status), never following redirects.
 public struct TransferResponse: Sendable, Hashable {
     /// The HTTP status code.
@@ -127,6 +134,9 @@ public struct TransferResponse: Sendable, Hashable {
     public var certificates: [PeerCertificate]
     /// Timings.
     public var timings: TransferTimings
+    /// Where the transfer ran (set by ``CurlClient``; not compared by `==`): give it to a
+    /// follow-up request to the same host as ``TransferRequest/after``.
+    public var place: TransferPlace?
 
     /// Creates a response.
     public init(

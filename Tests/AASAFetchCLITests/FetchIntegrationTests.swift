@@ -141,6 +141,11 @@ struct FetchIntegrationTests {
         // Legacy root path: fetched after the .well-known 404, with a warning.
         #expect(report.domain("legacy.example.org")?.findingCodes.contains("legacy-root-path") == true)
         #expect((report.domain("legacy.example.org")?["url"] as? String)?.hasSuffix("/apple-app-site-association") == true)
+        // The legacy request rides the connection the 404 came over: no second TLS handshake.
+        for host in ["legacy.example.org", "missing.example.com"] {
+            let connections = fixture.nginx.requests().filter { $0.host == host }.map(\.connection)
+            #expect(connections.count == 2 && Set(connections).count == 1, "\(host): connections \(connections)")
+        }
         // 404: the legacy path was tried as well.
         let missingAttempts = report.domain("missing.example.com")?["attempts"] as? [[String: Any]] ?? []
         #expect(missingAttempts.compactMap { $0["url"] as? String }.map { URL(string: $0)?.path ?? "" }

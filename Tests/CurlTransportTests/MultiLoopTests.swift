@@ -105,6 +105,26 @@ struct MultiLoopTests {
         #expect(perLoop.filter { $0 > 0 }.count > 1, "transfers per loop: \(perLoop)")
     }
 
+    /// A loop that waits on the network runs every transfer its slots allow: the pacer starts a
+    /// few and grows while the thread is idle, so 64 answers that each take 2 s are all awaited at
+    /// once (stuck at the pacer's floor, the server would never see more than 8).
+    @Test func aLoopWaitingOnTheNetworkRunsEveryTransferItsSlotsAllow() async throws {
+        var slow = FaultBehavior.respond(body: "{}")
+        slow.delay = 2
+        let (server, ca) = try await startFaultServer(FaultScript(default: slow))
+        defer { server.stop() }
+        let client = CurlClient(maxConnections: 64, threads: 1)
+        let log = CompletionLog()
+        for index in 0..<64 {
+            client.start(faultRequest(server, ca, host: "w\(index).fault.test"), completion: log.completion(index))
+        }
+        #expect(await log.wait(for: 64))
+        await client.shutdown()
+        #expect(log.results.values.allSatisfy { $0.count == 1 && (try? $0[0].get().status) == 200 })
+        let most = server.requests().filter { $0.event == "request" }.compactMap(\.inFlight).max() ?? 0
+        #expect(most >= 48, "the server had at most \(most) requests waiting at once")
+    }
+
     /// The loops share one DNS cache: a `resolve` entry given to a transfer on one loop lets a
     /// transfer on another loop reach a name that does not resolve otherwise.
     @Test func dnsCacheIsSharedByTheLoops() async throws {

@@ -258,7 +258,9 @@ struct NginxTransportTests {
 
     /// A loop keeps at most 32 idle connections (`CURLMOPT_MAXCONNECTS`), not the four per
     /// transfer that libcurl keeps by default: after 100 hosts, asking the same 100 hosts again
-    /// reuses at most 32 connections (and some: the kept ones work).
+    /// reuses at most 32 connections (and some: the kept ones work). The second round asks the
+    /// last hosts first: the loop starts transfers a few at a time (`StartPacer`), and a new
+    /// connection to a host whose connection was not kept pushes the oldest kept one out.
     @Test func aLoopKeepsAtMost32IdleConnections() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
@@ -266,7 +268,7 @@ struct NginxTransportTests {
         let hosts = (0..<100).map { "h\($0).aasa.test" }
         for round in 0..<2 {
             let statuses = await withTaskGroup(of: Int.self) { group in
-                for host in hosts {
+                for host in round == 0 ? hosts : hosts.reversed() {
                     let request = fixture.request(host)
                     group.addTask { (try? await client.perform(request).status) ?? -1 }
                 }
@@ -281,6 +283,37 @@ struct NginxTransportTests {
         let first = Set(logged.prefix(100).map(\.connection))
         let reused = Set(logged.dropFirst(100).map(\.connection)).intersection(first).count
         #expect(reused > 0 && reused <= 32, "connections reused by the second round: \(reused)")
+    }
+
+    /// A follow-up (`TransferRequest.after`: the legacy path after a 404) runs on the loop of the
+    /// transfer it follows, ahead of that loop's queue, and reuses its connection; without it, the
+    /// same request goes to the least-loaded loop and makes a new connection.
+    @Test func aFollowUpRunsOnTheLoopItFollowsAndReusesItsConnection() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = makeClient(maxConnections: 8, threads: 4)
+        // The first request on loop 2 (its affinity key), not the least-loaded loop 0.
+        var first = fixture.request("follow.aasa.test", "/missing")
+        guard let onLoop2 = (0..<64).map({ "key\($0)" }).first(where: { client.loopIndex(forAffinity: $0) == 2 }) else {
+            Issue.record("no key of 64 maps to loop 2")
+            return
+        }
+        first.affinity = onLoop2
+        let missing = try await client.perform(first)
+        #expect(missing.status == 404)
+        let place = try #require(missing.place)
+
+        var followUp = fixture.request("follow.aasa.test")
+        followUp.after = place
+        #expect(try await client.perform(followUp).status == 200)
+        #expect(client.transfersStartedPerLoop == [0, 0, 2, 0], "\(client.transfersStartedPerLoop)")
+        #expect(try await client.perform(fixture.request("follow.aasa.test")).status == 200)  // no `after`: loop 0
+        await client.shutdown()
+        _ = await waitUntil(timeout: .seconds(5)) { fixture.server.requests().count >= 3 }
+        let logged = fixture.server.requests().map(\.connection)
+        #expect(logged.count == 3)
+        #expect(logged[0] == logged[1], "the follow-up made a new connection: \(logged)")
+        #expect(logged[2] != logged[0], "\(logged)")
     }
 
     /// The CDN route's pattern: one request, then many at once; with one connection allowed per

@@ -167,3 +167,100 @@ struct AuthorityTests {
         #expect(TransferRequest.authority(of: url) == expected)
     }
 }
+
+/// `StartPacer`: the transfers a loop runs below its slots follow how busy its thread is.
+struct StartPacerTests {
+    static let ms: UInt64 = 1_000_000
+
+    /// Runs `windows` windows of 20 ms in which the thread wanted the CPU `share` of the time,
+    /// with the target binding (more transfers queued than it allows).
+    static func run(_ pacer: inout StartPacer, windows: Int, share: Double, from start: inout UInt64, wanted: inout UInt64) {
+        for _ in 0..<windows {
+            _ = pacer.mayStart(running: pacer.target)
+            start += 20 * ms
+            wanted += UInt64(Double(20 * ms) * share)
+            pacer.tick(now: start, wanted: wanted)
+        }
+    }
+
+    @Test func growsWhileIdleShrinksWhileBusyAndStaysBetweenFloorAndCeiling() {
+        var now: UInt64 = 5 * Self.ms
+        var wanted: UInt64 = 0
+        var pacer = StartPacer(ceiling: 1024, now: now, wanted: wanted)
+        #expect(pacer.target == StartPacer.floor)
+        let below = pacer.mayStart(running: 7)
+        let at = pacer.mayStart(running: 8)
+        #expect(below && !at)
+        // A thread mostly waiting on the network: the target climbs to the slots, and no further.
+        Self.run(&pacer, windows: 40, share: 0.2, from: &now, wanted: &wanted)
+        #expect(pacer.target == 1024)
+        // A thread busy all the time: the target comes down, to the floor at most.
+        Self.run(&pacer, windows: 12, share: 1.0, from: &now, wanted: &wanted)
+        #expect(pacer.target < 400)
+        Self.run(&pacer, windows: 200, share: 1.0, from: &now, wanted: &wanted)
+        #expect(pacer.target == StartPacer.floor)
+        // Between the two thresholds it holds.
+        Self.run(&pacer, windows: 5, share: 0.9, from: &now, wanted: &wanted)
+        let held = pacer.target
+        Self.run(&pacer, windows: 20, share: 0.9, from: &now, wanted: &wanted)
+        #expect(pacer.target == held)
+    }
+
+    @Test func aTargetThatHeldNothingBackDoesNotGrow() {
+        var now: UInt64 = 0
+        var pacer = StartPacer(ceiling: 100, now: now, wanted: 0)
+        for _ in 0..<50 {
+            let allowed = pacer.mayStart(running: 2)  // few transfers to run: never bound
+            #expect(allowed)
+            now += 20 * StartPacerTests.ms
+            pacer.tick(now: now, wanted: 0)
+        }
+        #expect(pacer.target == StartPacer.floor)
+    }
+
+    @Test func withoutSchedstatTheWallTimeOutsidePollCounts() {
+        var now: UInt64 = 0
+        var pacer = StartPacer(ceiling: 64, now: now)
+        for _ in 0..<30 {
+            _ = pacer.mayStart(running: pacer.target)
+            pacer.waited(18 * StartPacerTests.ms)  // asleep 90 % of the window
+            now += 20 * StartPacerTests.ms
+            pacer.tick(now: now)
+        }
+        #expect(pacer.target == 64)
+        for _ in 0..<60 {
+            now += 20 * StartPacerTests.ms  // never asleep
+            pacer.tick(now: now)
+        }
+        #expect(pacer.target == StartPacer.floor)
+        // A window that is not over changes nothing; a clock that went back starts a new one.
+        pacer.tick(now: now + StartPacerTests.ms)
+        pacer.tick(now: now - StartPacerTests.ms)
+        #expect(pacer.target == StartPacer.floor)
+    }
+
+    @Test func aSlotLimitBelowTheFloorIsTheTarget() {
+        var pacer = StartPacer(ceiling: 3, now: 0)
+        #expect(pacer.target == 3)
+        let allowed = pacer.mayStart(running: 3)
+        #expect(!allowed)
+    }
+
+    @Test func schedstatLinesAreParsed() {
+        #expect(ThreadSchedule.parse(ArraySlice("123 456 7\n".utf8)) == 579)
+        #expect(ThreadSchedule.parse(ArraySlice("123 456".utf8)) == 579)
+        #expect(ThreadSchedule.parse(ArraySlice("123\n".utf8)) == nil)
+        #expect(ThreadSchedule.parse(ArraySlice("".utf8)) == nil)
+        #expect(ThreadSchedule.parse(ArraySlice("99999999999999999999 1 1".utf8)) == nil)
+        #expect(ThreadSchedule.parse(ArraySlice("18446744073709551615 1 1".utf8)) == nil)
+        // This thread's own line reads, and only grows.
+        let schedule = ThreadSchedule()
+        defer { schedule.close() }
+        if let first = schedule.wanted() {
+            var spin: UInt64 = 0
+            for index in 0..<2_000_000 { spin &+= UInt64(index) }
+            #expect(spin > 0)
+            #expect((schedule.wanted() ?? 0) >= first)
+        }
+    }
+}

@@ -74,7 +74,8 @@ public struct AASAFetcher: RouteSide {
 
         if case .response(let response, _) = primary, response.status == 404 {
             let rootURL = "https://\(host)\(Self.legacyRootPath)"
-            let fallback = await fetchWithRetries(url: rootURL, attempts: &attempts, conditional: conditional)
+            // On the loop and connection the 404 came over (no second TLS handshake).
+            let fallback = await fetchWithRetries(url: rootURL, attempts: &attempts, conditional: conditional, after: response.place)
             let rootResult = evaluate(fallback, host: host, url: rootURL)
             if rootResult.code == "ok" {
                 result = rootResult
@@ -136,8 +137,11 @@ public struct AASAFetcher: RouteSide {
         case notModified(TransferResponse, reliesOnExtraCA: Bool)
     }
 
-    func fetchWithRetries(url: String, attempts: inout [FetchAttempt], conditional: ConditionalRequest? = nil, answered: Answer? = nil) async -> Outcome {
-        var outcome = await fetchOnce(url: url, attempts: &attempts, headers: conditional?.requestHeaders ?? [], answered: answered)
+    /// `after`: the first request follows up on the transfer that ran there (see
+    /// `TransferRequest.after`); retries, which come after a pause, do not.
+    func fetchWithRetries(url: String, attempts: inout [FetchAttempt], conditional: ConditionalRequest? = nil, answered: Answer? = nil,
+                          after: TransferPlace? = nil) async -> Outcome {
+        var outcome = await fetchOnce(url: url, attempts: &attempts, headers: conditional?.requestHeaders ?? [], answered: answered, after: after)
         for delay in options.retryDelays {
             guard isTransient(outcome), !Task.isCancelled else { break }
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
@@ -170,8 +174,9 @@ public struct AASAFetcher: RouteSide {
 
     /// One request. With `--cacert`, the extra CA is tried first (as `curl --cacert` does); when
     /// the chain is untrusted there, the system store is tried, so the result says which one it needed.
-    private func fetchOnce(url: String, attempts: inout [FetchAttempt], headers: [String] = [], answered: Answer? = nil) async -> Outcome {
-        let first = await request(url: url, caFile: options.extraCAFile, attempts: &attempts, headers: headers, answered: answered)
+    private func fetchOnce(url: String, attempts: inout [FetchAttempt], headers: [String] = [], answered: Answer? = nil,
+                           after: TransferPlace? = nil) async -> Outcome {
+        let first = await request(url: url, caFile: options.extraCAFile, attempts: &attempts, headers: headers, answered: answered, after: after)
         guard options.extraCAFile != nil else { return first.map(reliesOnExtraCA: false) }
         if case .failure(let failure) = first, failure.kind == .tlsUntrusted {
             return await request(url: url, caFile: nil, attempts: &attempts, headers: headers).map(reliesOnExtraCA: false)
@@ -199,7 +204,8 @@ public struct AASAFetcher: RouteSide {
     }
 
     /// Performs one request (or takes `answered`, the answer it already got) and notes the attempt.
-    private func request(url: String, caFile: String?, attempts: inout [FetchAttempt], headers: [String] = [], answered: Answer? = nil) async -> Result<TransferResponse, TransferFailure> {
+    private func request(url: String, caFile: String?, attempts: inout [FetchAttempt], headers: [String] = [], answered: Answer? = nil,
+                         after: TransferPlace? = nil) async -> Result<TransferResponse, TransferFailure> {
         let answer: Answer
         if let answered {
             answer = answered
@@ -207,7 +213,9 @@ public struct AASAFetcher: RouteSide {
             let started = ContinuousClock.now
             let result: Result<TransferResponse, TransferFailure>
             do {
-                result = .success(try await transport.perform(transferRequest(url: url, caFile: caFile, headers: headers)))
+                var request = transferRequest(url: url, caFile: caFile, headers: headers)
+                request.after = after
+                result = .success(try await transport.perform(request))
             } catch {
                 result = .failure(error)
             }

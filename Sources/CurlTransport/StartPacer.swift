@@ -1,0 +1,93 @@
+/// How many transfers one loop runs at once below the `--concurrency` limit, by how busy its
+/// thread is.
+///
+/// Most of a host's time is network latency, so a crawl needs many transfers in flight to keep a
+/// loop working. But once the loop's thread wants the CPU all the time (its CPU is the bottleneck,
+/// as on a fast network), more transfers in flight add no speed: they wait for the thread, each
+/// holding its TLS state (about 70 KiB) and growing older against its timeouts. So the loop
+/// measures, over short windows, the share of wall time its thread was running or waiting to run
+/// (`/proc/thread-self/schedstat`; without it, the time spent outside `curl_multi_poll`), smooths
+/// it, and keeps a target: it grows by a quarter while the thread has idle time and the target
+/// binds, and shrinks by an eighth while the thread is busy nearly all the time, never below
+/// ``floor``. The download slots (`--concurrency`) stay the upper bound; a queued transfer waits as
+/// a plain value until the loop can start it, and its timeouts start only then. HTTP/2 requests
+/// (the CDN's streams over one connection, capped by their fetcher) are not paced.
+struct StartPacer {
+    /// The fewest transfers a loop may always run (or the slot limit, when lower).
+    static let floor = 8
+    /// The length of one measuring window, in nanoseconds.
+    static let window: UInt64 = 20_000_000
+    /// Smoothed busy share below which the target grows (when it binds).
+    static let growBelow = 0.85
+    /// Smoothed busy share from which the target shrinks.
+    static let shrinkFrom = 0.95
+    /// Weight of the newest window in the smoothed share.
+    static let smoothing = 0.5
+
+    /// Transfers the loop may run now.
+    private(set) var target: Int
+    /// The smoothed busy share of the loop's thread.
+    private(set) var busy = 0.0
+    private let ceiling: Int
+    private var windowStart: UInt64
+    /// Wall time slept in `curl_multi_poll` this window.
+    private var idle: UInt64 = 0
+    /// The thread's running plus runnable time at the window's start, when the system tells it.
+    private var wantedAtStart: UInt64?
+    /// Whether the target held back a start during this window (so growing it would start more).
+    private var bound = false
+
+    /// - Parameters:
+    ///   - ceiling: The most the loop may ever run (its download slots).
+    ///   - now: The monotonic clock, in nanoseconds.
+    ///   - wanted: The thread's time running or waiting to run so far, in nanoseconds, or `nil`.
+    init(ceiling: Int, now: UInt64, wanted: UInt64? = nil) {
+        self.ceiling = max(1, ceiling)
+        target = min(Self.floor, self.ceiling)
+        windowStart = now
+        wantedAtStart = wanted
+    }
+
+    /// Whether the loop, running `running` transfers, may start one more.
+    mutating func mayStart(running: Int) -> Bool {
+        if running < target { return true }
+        bound = true
+        return false
+    }
+
+    /// The loop slept `nanoseconds` in `curl_multi_poll`.
+    mutating func waited(_ nanoseconds: UInt64) {
+        idle &+= nanoseconds
+    }
+
+    /// Whether the current window is over at `now` (then call ``tick(now:wanted:)``).
+    func windowOver(now: UInt64) -> Bool {
+        now < windowStart || now - windowStart >= Self.window
+    }
+
+    /// Closes the window when it is over and adjusts the target from the thread's busy share:
+    /// `wanted` (running or runnable time so far) when given, else the wall time not slept.
+    mutating func tick(now: UInt64, wanted: UInt64? = nil) {
+        guard windowOver(now: now) else { return }
+        defer {
+            windowStart = now
+            idle = 0
+            bound = false
+            wantedAtStart = wanted
+        }
+        guard now > windowStart else { return }
+        let elapsed = Double(now - windowStart)
+        let share: Double
+        if let wanted, let start = wantedAtStart, wanted >= start {
+            share = min(1, Double(wanted - start) / elapsed)
+        } else {
+            share = 1 - min(1, Double(idle) / elapsed)
+        }
+        busy = Self.smoothing * share + (1 - Self.smoothing) * busy
+        if busy < Self.growBelow {
+            if bound { target = min(ceiling, target + max(2, target / 4)) }
+        } else if busy >= Self.shrinkFrom {
+            target = max(min(Self.floor, ceiling), target - max(1, target / 8))
+        }
+    }
+}
