@@ -17,7 +17,7 @@ of all other threads, sampled from /proc/PID/task/*/stat every 20 ms while it ru
 gives the start-up peak RSS of `aasa-fetch --version` and `curl --version`.
 
 Usage: scripts/bench-crawl [--sizes 2000,20000] [--concurrency 16,64,256,1024] [--threads default,1] [--repeat K]
-                           [--binary PATH] [--extra ARG]...
+                           [--binary PATH] [--extra ARG]... [--legacy]
 """
 import argparse
 import shlex
@@ -38,9 +38,10 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
 
 
-def make_site(work, body=BODY, run_command=None):
+def make_site(work, body=BODY, run_command=None, legacy=False):
     """A test CA, a wildcard certificate for *.bench.test and a root folder serving `body` as the
-    association file, in the folder `work` (shared with scripts/bench_memory.py)."""
+    association file, in the folder `work` (shared with scripts/bench_memory.py). With `legacy`,
+    the file is served only at the legacy root path: `.well-known` answers 404."""
     run_command = run_command or run
     run_command(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
                  "-subj", "/CN=bench CA", "-keyout", f"{work}/ca.key", "-out", f"{work}/ca.pem"])
@@ -51,7 +52,7 @@ def make_site(work, body=BODY, run_command=None):
     run_command(["openssl", "x509", "-req", "-in", f"{work}/site.csr", "-CA", f"{work}/ca.pem", "-CAkey", f"{work}/ca.key",
                  "-CAcreateserial", "-days", "2", "-extfile", f"{work}/ext.cnf", "-out", f"{work}/site.pem"])
     os.makedirs(f"{work}/root/.well-known")
-    with open(f"{work}/root/.well-known/apple-app-site-association", "w") as f:
+    with open(f"{work}/root/apple-app-site-association" if legacy else f"{work}/root/.well-known/apple-app-site-association", "w") as f:
         f.write(body)
 
 
@@ -172,7 +173,12 @@ def main():
     ap.add_argument("--compare", default="", help="with --cdn-only: a second aasa-fetch binary, run in turn with --binary (A/B)")
     ap.add_argument("--skip-curl", action="store_true", help="run aasa-fetch only (profiling)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per measurement; the median run is printed")
+    ap.add_argument("--legacy", action="store_true",
+                    help="serve the file only at the legacy root path: every host answers 404 at .well-known and "
+                         "takes a second request (curl is given both URLs of every host)")
     args = ap.parse_args()
+    if args.legacy and args.cdn:
+        sys.exit("--legacy: the CDN reads only .well-known")
     sizes = [int(x) for x in args.sizes.split(",")]
     levels = [int(x) for x in args.concurrency.split(",")]
     thread_rows = [x.strip() for x in args.threads.split(",") if x.strip()]
@@ -184,7 +190,7 @@ def main():
     work = tempfile.mkdtemp(prefix="aasa-bench-")
     nginx_proc = None
     try:
-        make_site(work)
+        make_site(work, legacy=args.legacy)
         port = free_port()
         os.makedirs(f"{work}/logs")
         user = "user root;" if os.getuid() == 0 else ""
@@ -235,6 +241,8 @@ http {{
             with open(curl_config, "w") as f:
                 for h in hosts:
                     f.write(f'url = "https://{h}/.well-known/apple-app-site-association"\noutput = "/dev/null"\n')
+                    if args.legacy:
+                        f.write(f'url = "https://{h}/apple-app-site-association"\noutput = "/dev/null"\n')
             for c in levels:
                 base_cmd = shlex.split(args.wrap) + [args.binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
                             "--connect-to", f"::127.0.0.1:{port}", "--allow-private", "--concurrency", str(c),
