@@ -27,9 +27,16 @@ final class MultiLoop {
     private var pacer: StartPacer
     /// This thread's running and runnable time, for the pacer.
     private let schedule: ThreadSchedule
+    /// The idle connections this loop keeps for reuse.
+    private let idleKept: Int
+    /// The `CURLMOPT_MAXCONNECTS` set now: libcurl counts the connections in use against it too,
+    /// and closes the oldest idle one past it.
+    private var connectionCap: Int
 
-    private init(index: Int, group: LoopGroup, multi: UnsafeMutableRawPointer, maxConnections: Int) {
+    private init(index: Int, group: LoopGroup, multi: UnsafeMutableRawPointer, maxConnections: Int, idleKept: Int) {
         self.index = index
+        self.idleKept = idleKept
+        connectionCap = idleKept
         self.group = group
         self.mailbox = group.mailboxes[index]
         self.multi = multi
@@ -74,11 +81,12 @@ final class MultiLoop {
         // transfer ever added, each with its TLS state: at high concurrency that is most of the
         // memory, while the reuse that matters (a host's second request after a 404, a retry, the
         // CDN's one HTTP/2 connection) follows its first request at once.
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, Self.idleConnectionsKept(maxConnections: maxConnections, loops: group.mailboxes.count))
+        let idleKept = Self.idleConnectionsKept(maxConnections: maxConnections, loops: group.mailboxes.count)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, idleKept)
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, maxConnectionsPerHost))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex)
 
-        let loop = MultiLoop(index: index, group: group, multi: multi, maxConnections: maxConnections)
+        let loop = MultiLoop(index: index, group: group, multi: multi, maxConnections: maxConnections, idleKept: idleKept)
         mailbox.publish(multi: MultiWakeupHandle(raw: multi))
         loop.runUntilStopped()
         loop.tearDown()
@@ -102,8 +110,14 @@ final class MultiLoop {
                 switch command {
                 case .start(let id, let request, let completion):
                     if request.after != nil {
-                        // A follow-up goes first, while the connection it can reuse is still kept.
-                        queued.insert((id, request, completion), at: queueHead)
+                        // A follow-up goes first, while the connection it can reuse is still kept
+                        // (into the spent entry before the head when there is one).
+                        if queueHead > 0 {
+                            queueHead -= 1
+                            queued[queueHead] = (id, request, completion)
+                        } else {
+                            queued.insert((id, request, completion), at: 0)
+                        }
                     } else {
                         queued.append((id, request, completion))
                     }
@@ -116,13 +130,16 @@ final class MultiLoop {
             }
             startQueued()
             var running: Int32 = 0
+            keepIdleConnections()
             _ = curl_multi_perform(multi, &running)
             drainMessages()
             if startQueued() {
                 // Transfers just started: let curl begin them before sleeping.
+                keepIdleConnections()
                 _ = curl_multi_perform(multi, &running)
                 drainMessages()
             }
+            keepIdleConnections()
             var ready: Int32 = 0
             let sleeping = Self.monotonicNanoseconds()
             if curl_multi_poll(multi, nil, 0, 1000, &ready) != CURLM_OK {
@@ -162,6 +179,17 @@ final class MultiLoop {
             queueHead = 0
         }
         return started
+    }
+
+    /// Sets `CURLMOPT_MAXCONNECTS` to the transfers running plus ``idleKept``. libcurl counts the
+    /// connections in use against that limit as well, so a fixed limit kept no idle connection
+    /// once as many transfers ran: the one a 404 came over was closed at once, and the legacy
+    /// request after it made a new TLS handshake.
+    private func keepIdleConnections() {
+        let cap = transfers.count + idleKept
+        guard cap != connectionCap else { return }
+        connectionCap = cap
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, cap)
     }
 
     /// Whether the pacer decides when `request` starts: every request but HTTP/2 ones.

@@ -171,6 +171,9 @@ final class Transfer {
         // (the default is 16 KiB; association files are small and streamed into our own buffer).
         try check(ccurl_easy_release_tls_buffers(easy), "SSL_CTX_FUNCTION")
         try setLong(CURLOPT_BUFFERSIZE, 8 * 1024, "BUFFERSIZE")
+        // An idle connection is worth keeping for the request that follows at once (the legacy
+        // path after a 404, on the same loop): after 2 s libcurl closes it when it next looks.
+        try setLong(CURLOPT_MAXAGE_CONN, Self.idleConnectionLifetime, "MAXAGE_CONN")
         try setLong(CURLOPT_SSL_VERIFYPEER, request.verifyPeer ? 1 : 0, "SSL_VERIFYPEER")
         try setLong(CURLOPT_SSL_VERIFYHOST, request.verifyPeer ? 2 : 0, "SSL_VERIFYHOST")
         if request.collectCertificates {
@@ -210,6 +213,9 @@ final class Transfer {
             "OPENSOCKETFUNCTION"
         )
     }
+
+    /// Seconds an idle connection is kept for reuse (`CURLOPT_MAXAGE_CONN`).
+    static let idleConnectionLifetime = 2
 
     /// Whether libcurl's compiled-in CA bundle exists and is readable (then the CA directory is
     /// not needed to trust the system's CAs).

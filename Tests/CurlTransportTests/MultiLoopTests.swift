@@ -125,6 +125,28 @@ struct MultiLoopTests {
         #expect(most >= 48, "the server had at most \(most) requests waiting at once")
     }
 
+    /// A follow-up (`TransferRequest.after`) goes ahead of the transfers already queued on its loop.
+    @Test func aFollowUpGoesAheadOfTheQueue() async throws {
+        var slow = FaultBehavior.respond(body: "{}")
+        slow.delay = 0.5
+        let (server, ca) = try await startFaultServer(FaultScript(default: .respond(body: "{}"), hosts: ["slow.fault.test": slow]))
+        defer { server.stop() }
+        let client = CurlClient(maxConnections: 1, threads: 1)
+        let place = try #require(try await client.perform(faultRequest(server, ca, host: "first.fault.test")).place)
+        let log = CompletionLog()
+        client.start(faultRequest(server, ca, host: "slow.fault.test"), completion: log.completion(0))  // holds the one slot
+        #expect(await waitUntil(timeout: .seconds(10)) { server.requests().contains { $0.host?.hasPrefix("slow.") == true } })
+        client.start(faultRequest(server, ca, host: "q1.fault.test"), completion: log.completion(1))
+        client.start(faultRequest(server, ca, host: "q2.fault.test"), completion: log.completion(2))
+        var followUp = faultRequest(server, ca, host: "first.fault.test", path: "/again")
+        followUp.after = place
+        client.start(followUp, completion: log.completion(3))
+        #expect(await log.wait(for: 4))
+        await client.shutdown()
+        let order = server.requests().filter { $0.event == "request" }.map { "\($0.host ?? "")\($0.path ?? "")" }
+        #expect(order == ["first.fault.test/", "slow.fault.test/", "first.fault.test/again", "q1.fault.test/", "q2.fault.test/"], "\(order)")
+    }
+
     /// The loops share one DNS cache: a `resolve` entry given to a transfer on one loop lets a
     /// transfer on another loop reach a name that does not resolve otherwise.
     @Test func dnsCacheIsSharedByTheLoops() async throws {
