@@ -5,6 +5,26 @@ import Synchronization
 import Testing
 
 /// Collects the results of ``CurlClient/start(_:completion:)`` calls and counts every completion.
+/// `count` transfers started on `client` to a fault server that answers each after `delay`
+/// seconds (hosts `slow0.fault.test` …), with the log of their completions.
+struct SlowRun {
+    let server: FaultServer
+    let ca: TestCA
+    let client: CurlClient
+    let log: CompletionLog
+
+    static func start(count: Int, delay: Double, client: CurlClient) async throws -> SlowRun {
+        var slow = FaultBehavior.respond(body: "{}")
+        slow.delay = delay
+        let (server, ca) = try await startFaultServer(FaultScript(default: slow))
+        let log = CompletionLog()
+        for index in 0..<count {
+            client.start(faultRequest(server, ca, host: "slow\(index).fault.test"), completion: log.completion(index))
+        }
+        return SlowRun(server: server, ca: ca, client: client, log: log)
+    }
+}
+
 final class CompletionLog: Sendable {
     private let state = Mutex<[Int: [Result<TransferResponse, TransferFailure>]]>([:])
 
@@ -84,15 +104,9 @@ struct MultiLoopTests {
     /// `maxConnections` holds over every loop: with 4 loops and a limit of 3, the server never has
     /// more than 3 requests waiting on it at once, though each waits 0.3 s and 16 were started.
     @Test func concurrencyLimitHoldsOverEveryLoop() async throws {
-        var slow = FaultBehavior.respond(body: "{}")
-        slow.delay = 0.3
-        let (server, ca) = try await startFaultServer(FaultScript(default: slow))
-        defer { server.stop() }
-        let client = CurlClient(maxConnections: 3, threads: 4)
-        let log = CompletionLog()
-        for index in 0..<16 {
-            client.start(faultRequest(server, ca, host: "l\(index).fault.test"), completion: log.completion(index))
-        }
+        let run = try await SlowRun.start(count: 16, delay: 0.3, client: CurlClient(maxConnections: 3, threads: 4))
+        defer { run.server.stop() }
+        let (server, client, log) = (run.server, run.client, run.log)
         #expect(await log.wait(for: 16))
         #expect(client.slotsInUse == 0)
         let perLoop = client.transfersStartedPerLoop
@@ -109,15 +123,9 @@ struct MultiLoopTests {
     /// few and grows while the thread is idle, so 64 answers that each take 2 s are all awaited at
     /// once (stuck at the pacer's floor, the server would never see more than 8).
     @Test func aLoopWaitingOnTheNetworkRunsEveryTransferItsSlotsAllow() async throws {
-        var slow = FaultBehavior.respond(body: "{}")
-        slow.delay = 2
-        let (server, ca) = try await startFaultServer(FaultScript(default: slow))
-        defer { server.stop() }
-        let client = CurlClient(maxConnections: 64, threads: 1)
-        let log = CompletionLog()
-        for index in 0..<64 {
-            client.start(faultRequest(server, ca, host: "w\(index).fault.test"), completion: log.completion(index))
-        }
+        let run = try await SlowRun.start(count: 64, delay: 2, client: CurlClient(maxConnections: 64, threads: 1))
+        defer { run.server.stop() }
+        let (server, client, log) = (run.server, run.client, run.log)
         #expect(await log.wait(for: 64))
         await client.shutdown()
         #expect(log.results.values.allSatisfy { $0.count == 1 && (try? $0[0].get().status) == 200 })

@@ -322,15 +322,10 @@ struct NginxTransportTests {
     @Test func aFollowUpReusesItsConnectionWhileManyTransfersRun() async throws {
         let fixture = try await NginxFixture.start()
         defer { fixture.stop() }
-        var slow = FaultBehavior.respond(body: "{}")
-        slow.delay = 3
-        let (faults, ca) = try await startFaultServer(FaultScript(default: slow))
-        defer { faults.stop() }
         let client = makeClient(maxConnections: 64, threads: 1)  // keeps 32 idle connections
-        let log = CompletionLog()
-        for index in 0..<40 {
-            client.start(faultRequest(faults, ca, host: "busy\(index).fault.test"), completion: log.completion(index))
-        }
+        let run = try await SlowRun.start(count: 40, delay: 3, client: client)
+        defer { run.server.stop() }
+        let (faults, log) = (run.server, run.log)
         let busy = await waitUntil(timeout: .seconds(10)) {
             (faults.requests().compactMap(\.inFlight).max() ?? 0) >= 36
         }
