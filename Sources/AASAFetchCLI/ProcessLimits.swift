@@ -11,8 +11,9 @@ enum ProcessLimits {
     /// spool, CA files read during handshakes, the standard streams.
     static let reservedDescriptors = 32
     /// Descriptors each curl loop holds for as long as it runs: the two ends of its multi handle's
-    /// wake-up socket pair (`curl_multi_wakeup`).
-    static let descriptorsPerLoop = 2
+    /// wake-up socket pair (`curl_multi_wakeup`), and its thread's `/proc/thread-self/schedstat`
+    /// (read by its start pacer).
+    static let descriptorsPerLoop = 3
 
     /// Raises the soft limit of open files (`RLIMIT_NOFILE`) to the hard one (at most 1,048,576,
     /// Linux's usual `nr_open`), so `--concurrency` is not cut by a low default soft limit.
