@@ -108,7 +108,7 @@ public struct Lint: AsyncParsableCommand {
                 throw LintReadError(code: "no-association-files",
                                     message: "\(path) is a folder with no association file inside (files named apple-app-site-association or ending in .json, searched in every subfolder and .well-known)")
             }
-            throw LintReadError(code: "file-unreadable", message: "cannot read the folder \(path): \(String(cString: strerror(errno)))")
+            throw LintReadError(code: "file-unreadable", message: "cannot read the folder \(path): \(SystemReason.text(errno: errno))")
         }
         return try BoundedFile.read(path: path, limit: limit)
     }

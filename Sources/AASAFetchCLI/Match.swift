@@ -371,7 +371,7 @@ struct CaseLineReader {
 /// A `match --cases` input that cannot be read.
 struct CaseReadError: Error, CustomStringConvertible {
     var errno: Int32
-    var description: String { String(cString: strerror(errno)) }
+    var description: String { SystemReason.text(errno: errno) }
 }
 
 /// One reply of the conformance line protocol (`match --cases`): `{"schemaVersion", "id",

@@ -139,7 +139,6 @@ final class MultiLoop {
                 _ = curl_multi_perform(multi, &running)
                 drainMessages()
             }
-            keepIdleConnections()
             var ready: Int32 = 0
             let sleeping = Self.monotonicNanoseconds()
             if curl_multi_poll(multi, nil, 0, 1000, &ready) != CURLM_OK {

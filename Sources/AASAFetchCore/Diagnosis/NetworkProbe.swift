@@ -133,7 +133,7 @@ enum NetworkProbe {
             return .failed("'\(address)' is not a numeric address")
         }
         let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return .failed(String(cString: strerror(errno))) }
+        guard fd >= 0 else { return .failed(SystemReason.text(errno: errno)) }
         defer { close(fd) }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         let started = ContinuousClock.now
@@ -141,17 +141,17 @@ enum NetworkProbe {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) }
         }
         if result != 0 && errno != EINPROGRESS {
-            return .failed(String(cString: strerror(errno)))
+            return .failed(SystemReason.text(errno: errno))
         }
         if result != 0 {
             var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
             let ready = poll(&poller, 1, Int32(max(1, min(timeout, 600) * 1000)))
             if ready == 0 { return .timedOut }
-            if ready < 0 { return .failed(String(cString: strerror(errno))) }
+            if ready < 0 { return .failed(SystemReason.text(errno: errno)) }
             var error: Int32 = 0
             var size = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
-            if error != 0 { return .failed(String(cString: strerror(error))) }
+            if error != 0 { return .failed(SystemReason.text(errno: error)) }
         }
         let elapsed = ContinuousClock.now - started
         return .connected(milliseconds: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))

@@ -33,7 +33,7 @@ public enum BoundedFile {
             // open(2) itself, so that the reason is the system's words ("No such file or
             // directory"), not Foundation's generic ones.
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
+            guard descriptor >= 0 else { throw .unreadable(SystemReason.text(errno: errno)) }
             handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
         }
         defer { if path != "-" { try? handle.close() } }

@@ -120,5 +120,5 @@ public enum AtomicFile {
         }
     }
 
-    private static func lastError() -> String { String(cString: strerror(errno)) }
+    private static func lastError() -> String { SystemReason.text(errno: errno) }
 }

@@ -151,7 +151,7 @@ public struct SQLiteAssociationStore: AssociationStore {
     private static func withFolderLock<T>(_ folder: String, path: String, timeout: TimeInterval, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         let fd = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw StoreError(code: "store-unreadable", message: "cannot open \(folder): \(String(cString: strerror(errno)))")
+            throw StoreError(code: "store-unreadable", message: "cannot open \(folder): \(SystemReason.text(errno: errno))")
         }
         defer { close(fd) }
         let deadline = ContinuousClock.now + .milliseconds(Int(max(0, timeout) * 1000))
