@@ -32,6 +32,12 @@ struct RunSpoolTests {
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
+    /// The spool is written once and read in order: a small page cache, not SQLite's 2 MiB.
+    @Test func theSpoolKeepsASmallPageCache() throws {
+        let (spool, _, _) = try Self.filled()
+        #expect(try spool.pageCacheSetting() == -256)
+    }
+
     @Test func entriesAndHostsMatchTheParserAndPlan() throws {
         let (spool, entries, plan) = try Self.filled()
         defer { spool.remove() }

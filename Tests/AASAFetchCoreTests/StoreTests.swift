@@ -1,4 +1,4 @@
-import AASAFetchCore
+@testable import AASAFetchCore
 import Foundation
 import Testing
 
@@ -42,6 +42,14 @@ struct StoreTests {
         let temporary = TemporaryStore()
         let plan = try await temporary.open().dueQueryPlan().joined(separator: " | ")
         #expect(plan.contains("hosts_next_check"), "plan: \(plan)")
+    }
+
+    /// SQLite's default page cache (2 MiB) filled with a large run and was a tenth of a crawl's
+    /// memory; the store keeps a small one, also after a reopen.
+    @Test func theStoreKeepsASmallPageCache() async throws {
+        let temporary = TemporaryStore()
+        #expect(try await temporary.open().pageCacheSetting() == -512)
+        #expect(try await temporary.open(create: false).pageCacheSetting() == -512)
     }
 
     @Test func unusableFilesGiveStableCodes() async throws {

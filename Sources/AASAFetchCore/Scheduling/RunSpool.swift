@@ -99,6 +99,8 @@ public final class RunSpool: Sendable {
     private let readVerdicts = Mutex<[String: [EntryVerdict]]>([:])
     /// Verdicts written per transaction.
     static let verdictBatch = 512
+    /// The spool's SQLite page cache, in KiB (`PRAGMA cache_size`).
+    static let pageCacheKiB = 256
 
     /// A judged verdict waiting to be written.
     private struct PendingVerdict: Sendable {
@@ -122,13 +124,15 @@ public final class RunSpool: Sendable {
         var configuration = Configuration()
         configuration.label = "aasa-fetch.spool"
         configuration.prepareDatabase { db in
-            // Throwaway data: no journal, no syncing; a bounded page cache (SQLite's default, 2 MiB).
+            // Throwaway data: no journal, no syncing. The spool is written once and read in order,
+            // so a small page cache is enough (SQLite's default, 2 MiB, fills with a large run).
             // One connection of one process: the file lock is taken once and kept, instead of
             // two fcntl calls and a journal lookup per transaction (a host's judging is one).
             try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
             try db.execute(sql: "PRAGMA journal_mode = OFF")
             try db.execute(sql: "PRAGMA synchronous = OFF")
             try db.execute(sql: "PRAGMA temp_store = FILE")
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.pageCacheKiB)")
         }
         do {
             queue = try DatabaseQueue(path: (directory as NSString).appendingPathComponent("spool.sqlite"), configuration: configuration)
@@ -648,6 +652,11 @@ public final class RunSpool: Sendable {
         )
         entry.line = row[11]
         return EntryVerdict(entry: entry, associated: row[8], code: row[9], findings: try decodeFindings(row[10]))
+    }
+
+    /// The page cache limit as SQLite reports it (`PRAGMA cache_size`; negative: KiB).
+    func pageCacheSetting() throws(SpoolError) -> Int {
+        try access { db in try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? 0 }
     }
 
     /// Runs `body` on the database, mapping its errors to ``SpoolError``.
