@@ -174,6 +174,10 @@ final class Transfer {
         // An idle connection is worth keeping for the request that follows at once (the legacy
         // path after a 404, on the same loop): after 2 s libcurl closes it when it next looks.
         try setLong(CURLOPT_MAXAGE_CONN, Self.idleConnectionLifetime, "MAXAGE_CONN")
+        if closesUnlessKept {
+            // Closed when done unless the final status line says otherwise (`keepConnection(after:)`).
+            try setLong(CURLOPT_FORBID_REUSE, 1, "FORBID_REUSE")
+        }
         try setLong(CURLOPT_SSL_VERIFYPEER, request.verifyPeer ? 1 : 0, "SSL_VERIFYPEER")
         try setLong(CURLOPT_SSL_VERIFYHOST, request.verifyPeer ? 2 : 0, "SSL_VERIFYHOST")
         if request.collectCertificates {
@@ -292,6 +296,7 @@ final class Transfer {
         }
         if line.hasPrefix("HTTP/") {
             headers.removeAll()  // a new response begins (1xx, or the final one)
+            if closesUnlessKept { keepConnection(after: line) }
             return true
         }
         guard !line.isEmpty else { return true }
@@ -305,6 +310,22 @@ final class Transfer {
         let value = String(line[line.index(after: colon)...]).trimmingWhitespace()
         headers.append((name: name, value: value))
         return true
+    }
+
+    /// Whether the connection is closed when the transfer ends unless its status is one of
+    /// ``TransferRequest/keepConnectionAfter`` (HTTP/1.1 only: streams share an HTTP/2 connection).
+    private var closesUnlessKept: Bool {
+        request.keepConnectionAfter != nil && request.httpVersion == .http1_1
+    }
+
+    /// Sets `CURLOPT_FORBID_REUSE` from a status line ("HTTP/1.1 404 Not Found"): libcurl reads
+    /// that flag only when the transfer is done, to close the connection or keep it, so the last
+    /// status line of the transfer (interim 1xx ones come first) decides.
+    private func keepConnection(after statusLine: String) {
+        guard let easy, let kept = request.keepConnectionAfter else { return }
+        let fields = statusLine.split(separator: " ", maxSplits: 2)
+        let status = fields.count > 1 ? Int(fields[1]) : nil
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, status.map(kept.contains) == true ? 0 : 1)
     }
 
     private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {

@@ -75,6 +75,12 @@ public struct TransferRequest: Sendable, Hashable {
     /// host: it runs on the same loop, ahead of the transfers queued there, so that it can reuse
     /// the connection that transfer left open (the legacy path after a 404). `nil`: any loop.
     public var after: TransferPlace?
+    /// The final statuses after which an HTTP/1.1 connection is kept for another request to the
+    /// same host (the legacy path after a 404); after any other answer it is closed as the
+    /// transfer ends, so a crawl of many hosts does not hold idle TLS connections, each with its
+    /// TLS state, that no request will use. `nil`, the default: always kept, as libcurl does.
+    /// HTTP/2 connections, which other streams share, are always kept.
+    public var keepConnectionAfter: Set<Int>?
 
     /// Creates a request with the defaults Apple's downloader uses.
     public init(

@@ -37,6 +37,9 @@ struct RunLogicTests {
         #expect(result.url == Self.legacy)
         #expect(result.findings.first?.code == "legacy-root-path")
         #expect(result.attempts.map(\.url) == [Self.wellKnown, Self.legacy])
+        // Only a 403 or a 404 keeps the connection for the request that follows (the transport
+        // closes it after any other answer: a crawl would hold idle TLS connections otherwise).
+        #expect(transport.requests.map(\.keepConnectionAfter) == [[403, 404], [403, 404]])
 
         let both = ScriptedTransport()
         both.on(Self.wellKnown, .status(404))

@@ -316,6 +316,32 @@ struct NginxTransportTests {
         #expect(logged[2] != logged[0], "\(logged)")
     }
 
+    /// `keepConnectionAfter`: a connection is kept only after the statuses named (a 404, which
+    /// the legacy request follows) and closed after any other (a 200 ends the host), so a crawl
+    /// holds no idle TLS connection that no request will use. HTTP/2 connections are always kept.
+    @Test func onlyTheStatusesNamedKeepTheirConnection() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = makeClient(maxConnections: 8, threads: 1)
+        var connections: [Int] = []
+        for (path, kept) in [("/missing", true), ("/.well-known/apple-app-site-association", false)] {
+            var first = fixture.request("keep.aasa.test", path)
+            first.keepConnectionAfter = [404]
+            let answer = try await client.perform(first)
+            #expect(answer.status == (kept ? 404 : 200))
+            var followUp = fixture.request("keep.aasa.test")
+            followUp.after = answer.place
+            #expect(try await client.perform(followUp).status == 200)
+            _ = await waitUntil(timeout: .seconds(5)) { fixture.server.requests().count >= connections.count + 2 }
+            let logged = fixture.server.requests().map(\.connection)
+            #expect(logged.count == connections.count + 2)
+            connections = logged
+            let (a, b) = (logged[logged.count - 2], logged[logged.count - 1])
+            #expect(kept ? a == b : a != b, "\(path): \(logged)")
+        }
+        await client.shutdown()
+    }
+
     /// The connection a 404 came over is kept for the follow-up even while more transfers run on
     /// the loop than it keeps idle connections (libcurl counts connections in use against
     /// `CURLMOPT_MAXCONNECTS` too: with a fixed 32 it closed that connection at once).

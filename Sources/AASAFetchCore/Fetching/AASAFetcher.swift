@@ -184,9 +184,14 @@ public struct AASAFetcher: RouteSide {
         return first.map(reliesOnExtraCA: true)
     }
 
+    /// The statuses after which another request to the same host follows at once: the legacy path
+    /// after a 404, the user-agent check after a 403. Only their connections are kept for reuse on
+    /// the origin route (HTTP/1.1); the CDN's one HTTP/2 connection is always kept.
+    static let followedStatuses: Set<Int> = [403, 404]
+
     /// The request of one URL with this fetcher's options.
     func transferRequest(url: String, caFile: String?, headers: [String]) -> TransferRequest {
-        TransferRequest(
+        var request = TransferRequest(
             url: url,
             headers: headers,
             userAgent: options.userAgent,
@@ -201,6 +206,8 @@ public struct AASAFetcher: RouteSide {
             verifyPeer: options.verifyPeer,
             collectCertificates: options.collectCertificates
         )
+        request.keepConnectionAfter = Self.followedStatuses
+        return request
     }
 
     /// Performs one request (or takes `answered`, the answer it already got) and notes the attempt.
