@@ -182,6 +182,9 @@ final class Transfer {
         try setLong(CURLOPT_SSL_VERIFYHOST, request.verifyPeer ? 2 : 0, "SSL_VERIFYHOST")
         if request.collectCertificates {
             try setLong(CURLOPT_CERTINFO, 1, "CERTINFO")
+            // The chain comes with a handshake: a reused connection has none to report (and its
+            // timings would leave the handshake out).
+            try setLong(CURLOPT_FRESH_CONNECT, 1, "FRESH_CONNECT")
         }
 
         if let share {

@@ -64,7 +64,8 @@ public struct TransferRequest: Sendable, Hashable {
     public var httpVersion: HTTPVersion
     /// Whether to verify the server certificate (chain and name). Only ever `false` for diagnosis.
     public var verifyPeer: Bool
-    /// Whether to collect the server's certificate chain in ``TransferResponse/certificates``.
+    /// Whether to collect the server's certificate chain in ``TransferResponse/certificates``; such a
+    /// request makes a new connection (the chain comes with a handshake).
     public var collectCertificates: Bool
     /// Requests with the same key run on the same loop of a ``CurlClient`` with several loops, so
     /// they can share its connections (one HTTP/2 connection for every request to a CDN). `nil`,

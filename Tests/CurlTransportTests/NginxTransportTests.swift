@@ -316,6 +316,24 @@ struct NginxTransportTests {
         #expect(logged[2] != logged[0], "\(logged)")
     }
 
+    /// A request that collects certificates makes a new connection, so it always has a chain to
+    /// report (a reused connection has none: `diagnose` said "the server did not complete a
+    /// handshake" for the second entry of a host).
+    @Test func aRequestForCertificatesGetsThemOnEveryRequest() async throws {
+        let fixture = try await NginxFixture.start()
+        defer { fixture.stop() }
+        let client = makeClient(maxConnections: 8, threads: 1)
+        for _ in 0..<2 {
+            var request = fixture.request("chain.aasa.test", "/missing")  // a 404 keeps its connection
+            request.collectCertificates = true
+            request.keepConnectionAfter = [404]
+            let response = try await client.perform(request)
+            #expect(response.status == 404)
+            #expect(response.certificates.first?.subjectAltNames == ["aasa.test", "*.aasa.test"])
+        }
+        await client.shutdown()
+    }
+
     /// `keepConnectionAfter`: a connection is kept only after the statuses named (a 404, which
     /// the legacy request follows) and closed after any other (a 200 ends the host), so a crawl
     /// holds no idle TLS connection that no request will use. HTTP/2 connections are always kept.
