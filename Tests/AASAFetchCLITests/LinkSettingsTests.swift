@@ -7,7 +7,7 @@ import Testing
 /// only a symbolic link to `libstdc++.a`). The suite builds debug binaries, so these tests link a
 /// small static-stdlib program the way the release link does, and check the folder itself: a
 /// toolchain that searched its own folders first, or a GCC upgrade that left the link dangling,
-/// would bring `libstdc++.so` back (2 MiB more at every start) without any other test noticing.
+/// would bring `libstdc++.so` back (1.4 MiB more at every start) without any other test noticing.
 struct LinkSettingsTests {
     static let folder = TestPaths.repository.appendingPathComponent("build-support/static-libstdc++")
     static let swiftc = ChildProcess.find("swiftc")
