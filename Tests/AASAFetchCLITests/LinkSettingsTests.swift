@@ -34,8 +34,7 @@ struct LinkSettingsTests {
     /// what it printed: the C++ library files mapped into it.
     static func mappedCxxLibraries(extra: [String]) throws -> String {
         let swiftc = try #require(Self.swiftc)
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-link-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        let scratch = try AppFixtures.scratch()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let source = scratch.appendingPathComponent("probe.swift")
         try probe.write(to: source, atomically: true, encoding: .utf8)
