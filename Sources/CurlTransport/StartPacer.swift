@@ -7,11 +7,17 @@
 /// holding its TLS state (about 70 KiB) and growing older against its timeouts. So the loop
 /// measures, over short windows, the share of wall time its thread was running or waiting to run
 /// (`/proc/thread-self/schedstat`; without it, the time spent outside `curl_multi_poll`), smooths
-/// it, and keeps a target: it grows by a quarter while the thread has idle time and the target
-/// binds, and shrinks by an eighth while the thread is busy nearly all the time, never below
-/// ``floor``. The download slots (`--concurrency`) stay the upper bound; a queued transfer waits as
-/// a plain value until the loop can start it, and its timeouts start only then. HTTP/2 requests
-/// (the CDN's streams over one connection, capped by their fetcher) are not paced.
+/// it, and keeps a target. While the target binds and the thread has idle time, the target grows:
+/// by a quarter while the thread is idle most of the time (a crawl waiting on the network ramps up
+/// within a fraction of a second), and by a 32nd once the thread is busy more than
+/// ``fastGrowBelow`` of the time. Near that point more transfers seldom bring more speed: on a
+/// machine whose cores are all taken (by the loops and the server, on loopback), a loop waits
+/// now and then on the other side, and growing by a quarter each time made spikes of 50 to 70
+/// transfers per loop where 10 to 20 did as much. The target shrinks by an eighth while the thread
+/// is busy nearly all the time, never below ``floor``. The download slots (`--concurrency`) stay
+/// the upper bound; a queued transfer waits as a plain value until the loop can start it, and its
+/// timeouts start only then. HTTP/2 requests (the CDN's streams over one connection, capped by
+/// their fetcher) are not paced.
 struct StartPacer {
     /// The fewest transfers a loop may always run (or the slot limit, when lower).
     static let floor = 8
@@ -19,6 +25,9 @@ struct StartPacer {
     static let window: UInt64 = 20_000_000
     /// Smoothed busy share below which the target grows (when it binds).
     static let growBelow = 0.85
+    /// Smoothed busy share below which the target grows by a quarter; from it up to ``growBelow``,
+    /// by a 32nd (at least one).
+    static let fastGrowBelow = 0.6
     /// Smoothed busy share from which the target shrinks.
     static let shrinkFrom = 0.95
     /// Weight of the newest window in the smoothed share.
@@ -85,7 +94,10 @@ struct StartPacer {
         }
         busy = Self.smoothing * share + (1 - Self.smoothing) * busy
         if busy < Self.growBelow {
-            if bound { target = min(ceiling, target + max(2, target / 4)) }
+            if bound {
+                let step = busy < Self.fastGrowBelow ? max(2, target / 4) : max(1, target / 32)
+                target = min(ceiling, target + step)
+            }
         } else if busy >= Self.shrinkFrom {
             target = max(min(Self.floor, ceiling), target - max(1, target / 8))
         }
