@@ -16,8 +16,16 @@ aasa-fetch runs once per --threads row (by default its default, one curl loop pe
 of all other threads, sampled from /proc/PID/task/*/stat every 20 ms while it runs. The first line
 gives the start-up peak RSS of `aasa-fetch --version` and `curl --version`.
 
+With --delay-ms D both tools reach nginx through delay_proxy.py, which holds every chunk D ms each
+way: the regime of a real crawl, where a host's time is mostly waiting and C transfers stay in
+flight. The proxy is one Python thread: it caps hosts/s for both tools alike and takes CPU of its
+own, so that mode compares memory and CPU per host, not speed.
+
+curl 7.x clamps --parallel-max to 300: its rows above C = 300 run 300 transfers at once, and the
+script prints a note saying so.
+
 Usage: scripts/bench-crawl [--sizes 2000,20000] [--concurrency 16,64,256,1024] [--threads default,1] [--repeat K]
-                           [--binary PATH] [--extra ARG]... [--legacy]
+                           [--binary PATH] [--extra ARG]... [--legacy] [--delay-ms D]
 """
 import argparse
 import shlex
@@ -176,6 +184,9 @@ def main():
     ap.add_argument("--legacy", action="store_true",
                     help="serve the file only at the legacy root path: every host answers 404 at .well-known and "
                          "takes a second request (curl is given both URLs of every host)")
+    ap.add_argument("--delay-ms", type=float, default=0,
+                    help="reach nginx through scripts/delay_proxy.py, which holds every chunk this long each way: "
+                         "a network's latency on loopback (both tools; the proxy's own CPU is one Python thread)")
     args = ap.parse_args()
     if args.legacy and args.cdn:
         sys.exit("--legacy: the CDN reads only .well-known")
@@ -189,6 +200,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="aasa-bench-")
     nginx_proc = None
+    proxy_proc = None
     try:
         make_site(work, legacy=args.legacy)
         port = free_port()
@@ -224,8 +236,22 @@ http {{
                     break
             time.sleep(0.1)
 
-        print(f"nginx on 127.0.0.1:{port} (1 worker), {os.cpu_count()} cores; file {len(BODY)} bytes; "
+        nginx_port = port
+        if args.delay_ms > 0:
+            # Both tools reach nginx through the delay proxy (--connect-to names the proxy's port).
+            port = free_port()
+            proxy_proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py"),
+                                           str(port), str(nginx_port), str(args.delay_ms)], stdout=subprocess.PIPE, text=True)
+            if proxy_proc.stdout.readline().strip() != "ready":
+                sys.exit("delay_proxy.py did not start")
+            print(f"every chunk held {args.delay_ms:g} ms each way by delay_proxy.py on 127.0.0.1:{port}")
+        print(f"nginx on 127.0.0.1:{nginx_port} (1 worker), {os.cpu_count()} cores; file {len(BODY)} bytes; "
               f"curl {subprocess.run([curl, '--version'], capture_output=True, text=True).stdout.split()[1]}")
+        curl_version = subprocess.run([curl, '--version'], capture_output=True, text=True).stdout.split()[1]
+        if curl_version.startswith("7.") and any(c > 300 for c in levels):
+            # curl's tool clamps --parallel-max to 300 (its docs then: "300 is the largest supported
+            # value"; its progress meter shows "Live 300" in a C = 1,024 run through delay_proxy.py).
+            print(f"note: curl {curl_version} runs at most 300 transfers at once, so its rows above C = 300 are C = 300")
         ours_start, curl_start = startup_rss(args.binary, curl)
         print(f"start-up peak RSS: aasa-fetch --version {ours_start:.1f} MiB, curl --version {curl_start:.1f} MiB")
         header = (f"{'N':>6} {'C':>4} | {'tool':<12} {'hosts/s':>9} {'cpu ms/host':>11} {'peak RSS MiB':>12} {'ok':>6} "
@@ -308,6 +334,9 @@ http {{
                           f"{1000 * theirs[4] / n:>13.3f} | {'':>14} |")
                 sys.stdout.flush()
     finally:
+        if proxy_proc:
+            proxy_proc.terminate()
+            proxy_proc.wait(5)
         if nginx_proc:
             nginx_proc.terminate()
             try:

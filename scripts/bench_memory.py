@@ -8,7 +8,12 @@ concurrency level (fresh SQLite store, JSON to a file) and prints peak RSS (the 
 apart from what each running transfer costs (TLS state and buffers). With --route both the same
 hosts go through the origin and a local fake CDN (HTTP/2). A benchmark, not a test: it asserts nothing.
 
+With --compare B2 the binary B2 runs in turn with --binary (rows A and B), --repeat K times per
+level. With --delay-ms D every connection goes through delay_proxy.py, which holds each chunk D ms
+each way: a network's latency, where most of a host's time is waiting.
+
 Usage: scripts/bench-memory [--hosts 4000] [--concurrency 64,1024] [--binary PATH] [--route origin|cdn|both] [--wrap CMD]
+                            [--compare PATH] [--repeat K] [--delay-ms D]
 """
 import argparse
 import collections
@@ -47,10 +52,15 @@ def main():
     ap.add_argument("--route", default="origin", choices=["origin", "cdn", "both"])
     ap.add_argument("--wrap", default="", help="a command prefix, e.g. 'perf stat -e task-clock -o FILE --'")
     ap.add_argument("--extra", action="append", default=[], help="extra aasa-fetch argument")
+    ap.add_argument("--delay-ms", type=float, default=0,
+                    help="put delay_proxy.py in front of nginx: every chunk waits this long each way (origin route)")
+    ap.add_argument("--compare", default="", help="a second aasa-fetch binary, run in turn with --binary (A/B)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per binary and C")
     args = ap.parse_args()
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     work = tempfile.mkdtemp(prefix="aasa-bench-memory-")
     server = None
+    proxy = None
     try:
         make_site(work, BODY, quiet)
         os.makedirs(f"{work}/logs")
@@ -84,16 +94,26 @@ http {{
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.1)
+        target = port
+        if args.delay_ms > 0:
+            target = free_port()
+            proxy = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py"),
+                                      str(target), str(port), str(args.delay_ms)], stdout=subprocess.PIPE, text=True)
+            proxy.stdout.readline()
         domains = f"{work}/domains.txt"
         with open(domains, "w") as f:
             for i in range(1, args.hosts + 1):
                 f.write(f"h{i}.bench.test\n")
-        print(f"{args.hosts} hosts, route {args.route}, binary {args.binary}")
-        print(f"{'C':>5} | {'peak RSS MiB':>12} {'CPU ms/host':>11} {'hosts/s':>8} | codes")
-        for c in [int(x) for x in args.concurrency.split(",")]:
+        binaries = [args.binary] + ([args.compare] if args.compare else [])
+        delay = f", {args.delay_ms:g} ms each way through delay_proxy.py" if args.delay_ms > 0 else ""
+        print(f"{args.hosts} hosts, route {args.route}{delay}, binaries {', '.join(binaries)}")
+        print(f"{'C':>5} {'binary':>6} | {'peak RSS MiB':>12} {'CPU ms/host':>11} {'hosts/s':>8} | codes")
+        runs = [(c, b) for c in [int(x) for x in args.concurrency.split(",")] for _ in range(max(1, args.repeat))
+                for b in binaries]
+        for c, binary in runs:
             shutil.rmtree(f"{work}/store", ignore_errors=True)
-            cmd = shlex.split(args.wrap) + [args.binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
-                   "--connect-to", f"::127.0.0.1:{port}", "--allow-private", "--concurrency", str(c), "--retry-delays", "",
+            cmd = shlex.split(args.wrap) + [binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
+                   "--connect-to", f"::127.0.0.1:{target}", "--allow-private", "--concurrency", str(c), "--retry-delays", "",
                    "--quiet", "--json", "--route", args.route, "--cdn-base", "https://cdn.bench.test/a/v1/"] + args.extra
             env = dict(os.environ, AASA_FETCH_CACHE=f"{work}/store")
             # Through a fresh, small interpreter (bench_crawl's RUNNER): Linux carries a process's peak
@@ -107,10 +127,14 @@ http {{
                 codes = collections.Counter(d.get("code") for d in report.get("domains", []))
             except ValueError:
                 codes = collections.Counter(["(no JSON)"])
-            print(f"{c:>5} | {maxrss / 1024:>12.1f} {1000 * cpu / args.hosts:>11.3f} {args.hosts / wall:>8.0f} | "
+            label = "A" if binary == args.binary else "B"
+            print(f"{c:>5} {label:>6} | {maxrss / 1024:>12.1f} {1000 * cpu / args.hosts:>11.3f} {args.hosts / wall:>8.0f} | "
                   + ", ".join(f"{k} {v}" for k, v in codes.most_common()))
             sys.stdout.flush()
     finally:
+        if proxy:
+            proxy.terminate()
+            proxy.wait(5)
         if server:
             server.terminate()
             server.wait(5)
