@@ -210,22 +210,22 @@ struct StartPacerTests {
         var now: UInt64 = 0
         var wanted: UInt64 = 0
         var pacer = StartPacer(ceiling: 1 << 20, now: now, wanted: wanted)
-        // Busy 75 % of the time: between the fast-growth and the growth thresholds.
-        Self.run(&pacer, windows: 6, share: 0.75, from: &now, wanted: &wanted)
+        // Busy 80 % of the time: between the fast-growth and the growth thresholds.
+        Self.run(&pacer, windows: 6, share: 0.8, from: &now, wanted: &wanted)
         #expect(pacer.busy >= StartPacer.fastGrowBelow && pacer.busy < StartPacer.growBelow)
         let settled = pacer.target
         #expect(settled < 24)
         // Below 64 a 32nd rounds down to the minimum step of one transfer per window.
-        Self.run(&pacer, windows: 20, share: 0.75, from: &now, wanted: &wanted)
+        Self.run(&pacer, windows: 20, share: 0.8, from: &now, wanted: &wanted)
         #expect(pacer.target == settled + 20)
         // Idle most of the time, the same 20 windows multiply it (by a quarter each).
         let before = pacer.target
         Self.run(&pacer, windows: 20, share: 0.1, from: &now, wanted: &wanted)
         #expect(pacer.target > before * 20)
         // From a large target, a busy thread's step is a 32nd of it.
-        Self.run(&pacer, windows: 6, share: 0.75, from: &now, wanted: &wanted)
+        Self.run(&pacer, windows: 6, share: 0.8, from: &now, wanted: &wanted)
         let large = pacer.target
-        Self.run(&pacer, windows: 1, share: 0.75, from: &now, wanted: &wanted)
+        Self.run(&pacer, windows: 1, share: 0.8, from: &now, wanted: &wanted)
         #expect(large >= 512 && pacer.target == large + large / 32)
     }
 
