@@ -18,8 +18,8 @@ gives the start-up peak RSS of `aasa-fetch --version` and `curl --version`.
 
 With --delay-ms D both tools reach nginx through delay_proxy.py, which holds every chunk D ms each
 way: the regime of a real crawl, where a host's time is mostly waiting and C transfers stay in
-flight. The proxy is one Python thread: it caps hosts/s for both tools alike and takes CPU of its
-own, so that mode compares memory and CPU per host, not speed.
+flight. The proxy is one Python thread with CPU of its own, so in that mode memory and CPU per
+host say more than hosts/s.
 
 curl 7.x clamps --parallel-max to 300: its rows above C = 300 run 300 transfers at once, and the
 script prints a note saying so.
@@ -245,9 +245,9 @@ http {{
             if proxy_proc.stdout.readline().strip() != "ready":
                 sys.exit("delay_proxy.py did not start")
             print(f"every chunk held {args.delay_ms:g} ms each way by delay_proxy.py on 127.0.0.1:{port}")
-        print(f"nginx on 127.0.0.1:{nginx_port} (1 worker), {os.cpu_count()} cores; file {len(BODY)} bytes; "
-              f"curl {subprocess.run([curl, '--version'], capture_output=True, text=True).stdout.split()[1]}")
         curl_version = subprocess.run([curl, '--version'], capture_output=True, text=True).stdout.split()[1]
+        print(f"nginx on 127.0.0.1:{nginx_port} (1 worker), {os.cpu_count()} cores; file {len(BODY)} bytes; "
+              f"curl {curl_version}")
         if curl_version.startswith("7.") and any(c > 300 for c in levels):
             # curl's tool clamps --parallel-max to 300 (its docs then: "300 is the largest supported
             # value"; its progress meter shows "Live 300" in a C = 1,024 run through delay_proxy.py).

@@ -99,7 +99,8 @@ http {{
             target = free_port()
             proxy = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py"),
                                       str(target), str(port), str(args.delay_ms)], stdout=subprocess.PIPE, text=True)
-            proxy.stdout.readline()
+            if proxy.stdout.readline().strip() != "ready":
+                sys.exit("delay_proxy.py did not start")
         domains = f"{work}/domains.txt"
         with open(domains, "w") as f:
             for i in range(1, args.hosts + 1):

@@ -4,60 +4,85 @@ delay: a network's latency on loopback, where `tc netem` is not available.
 
     delay_proxy.py LISTEN_PORT UPSTREAM_PORT DELAY_MS
 
-Prints "ready" on stdout once it listens. Each chunk leaves DELAY_MS after it arrived, in order,
-so a round trip through it costs twice the delay. It runs until it is terminated. Used by
-bench_memory.py --delay-ms.
+Prints "ready" on stdout once it listens. Each chunk, the end of a stream (a half-close) and a
+close leave DELAY_MS after they arrived, in order, so a round trip through it costs twice the
+delay. No flow control: meant for small bodies, as in the benchmarks. It runs until it is
+terminated. Used by bench_crawl.py and bench_memory.py --delay-ms.
 """
 import asyncio
 import sys
 
 
-async def pump(reader, writer, delay):
-    loop = asyncio.get_running_loop()
-    queue = asyncio.Queue()
+class Side(asyncio.Protocol):
+    """One connection of a pair; what it receives goes to `peer`'s transport `delay` seconds later."""
 
-    async def send():
-        while True:
-            due, data = await queue.get()
-            wait = due - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            if data is None:
-                break
-            writer.write(data)
-            await writer.drain()
-        try:
-            writer.write_eof()
-        except (OSError, RuntimeError):
-            pass
+    def __init__(self, delay, peer=None):
+        self.delay = delay
+        self.peer = peer
+        self.transport = None
+        self.pending = []  # what arrived before the upstream connection was made
 
-    sender = asyncio.create_task(send())
-    try:
-        while True:
-            data = await reader.read(65536)
-            queue.put_nowait((loop.time() + delay, data or None))
-            if not data:
-                break
-        await sender
-    except (OSError, asyncio.IncompleteReadError):
-        sender.cancel()
-    finally:
-        writer.close()
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def later(self, action, *args):
+        asyncio.get_running_loop().call_later(self.delay, action, *args)
+
+    def forward(self, kind, data=b""):
+        if self.peer is None or self.peer.transport is None:
+            self.pending.append((kind, data))
+        else:
+            self.later(self.peer.act, kind, data)
+
+    def act(self, kind, data):
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if kind == "data":
+            transport.write(data)
+        elif kind == "eof":
+            if transport.can_write_eof():
+                transport.write_eof()
+        else:
+            transport.close()
+
+    def data_received(self, data):
+        self.forward("data", data)
+
+    def eof_received(self):
+        self.forward("eof")
+        return True  # keep the other direction open until the peer ends it too
+
+    def connection_lost(self, exc):
+        self.forward("close")
 
 
 async def main():
     listen, upstream, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000
+    loop = asyncio.get_running_loop()
+    connecting = set()
 
-    async def accept(client_reader, client_writer):
-        try:
-            server_reader, server_writer = await asyncio.open_connection("127.0.0.1", upstream)
-        except OSError:
-            client_writer.close()
-            return
-        await asyncio.gather(pump(client_reader, server_writer, delay), pump(server_reader, client_writer, delay),
-                             return_exceptions=True)
+    def client_side():
+        client = Side(delay)
 
-    server = await asyncio.start_server(accept, "127.0.0.1", listen, backlog=4096)
+        async def connect():
+            try:
+                _, server = await loop.create_connection(lambda: Side(delay, client), "127.0.0.1", upstream)
+            except OSError:
+                if client.transport:
+                    client.transport.close()
+                return
+            client.peer = server
+            for kind, data in client.pending:
+                client.later(server.act, kind, data)
+            client.pending = []
+
+        task = loop.create_task(connect())
+        connecting.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(connecting.discard)
+        return client
+
+    server = await loop.create_server(client_side, "127.0.0.1", listen, backlog=4096)
     print("ready", flush=True)
     async with server:
         await server.serve_forever()
