@@ -14,7 +14,7 @@
 /// machine whose cores are all taken (by the loops and the server, on loopback), a loop waits now
 /// and then on the other side, and growing by a quarter each time made spikes of 50 to 70 transfers
 /// per loop where 10 to 20 did as much. The band starts at 75 %, not lower: from 60 %, a crawl
-/// through 50 ms of latency at C = 1,024 ran about a tenth fewer hosts/s, as fewer transfers in
+/// through 50 ms of latency at C = 1,024 ran about an eighth fewer hosts/s, as fewer transfers in
 /// flight meant fewer events per wake-up and so a busier thread. The target shrinks by an eighth
 /// while the thread is busy nearly all the time, never below ``floor``. The download slots
 /// (`--concurrency`) stay the upper bound; a queued transfer waits as a plain value until the loop
