@@ -166,6 +166,17 @@ def free_port():
     return port
 
 
+def start_delay_proxy(upstream, delay_ms):
+    """Starts delay_proxy.py on a free loopback port in front of `upstream`; returns (process, port)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py"),
+                             str(port), str(upstream), str(delay_ms)], stdout=subprocess.PIPE, text=True)
+    if proc.stdout.readline().strip() != "ready":
+        proc.kill()
+        sys.exit("delay_proxy.py did not start")
+    return proc, port
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="2000,20000")
@@ -239,11 +250,7 @@ http {{
         nginx_port = port
         if args.delay_ms > 0:
             # Both tools reach nginx through the delay proxy (--connect-to names the proxy's port).
-            port = free_port()
-            proxy_proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py"),
-                                           str(port), str(nginx_port), str(args.delay_ms)], stdout=subprocess.PIPE, text=True)
-            if proxy_proc.stdout.readline().strip() != "ready":
-                sys.exit("delay_proxy.py did not start")
+            proxy_proc, port = start_delay_proxy(nginx_port, args.delay_ms)
             print(f"every chunk held {args.delay_ms:g} ms each way by delay_proxy.py on 127.0.0.1:{port}")
         curl_version = subprocess.run([curl, '--version'], capture_output=True, text=True).stdout.split()[1]
         print(f"nginx on 127.0.0.1:{nginx_port} (1 worker), {os.cpu_count()} cores; file {len(BODY)} bytes; "

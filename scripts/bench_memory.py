@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_crawl import RUNNER, make_site  # noqa: E402
+from bench_crawl import RUNNER, make_site, start_delay_proxy  # noqa: E402
 
 APP = "ABCDE12345.com.example.app"
 BODY = '{"applinks":{"details":[{"appIDs":["%s"],"components":[{"/":"/buy/*"}]}]}}' % APP
@@ -96,11 +96,7 @@ http {{
             time.sleep(0.1)
         target = port
         if args.delay_ms > 0:
-            target = free_port()
-            proxy = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py"),
-                                      str(target), str(port), str(args.delay_ms)], stdout=subprocess.PIPE, text=True)
-            if proxy.stdout.readline().strip() != "ready":
-                sys.exit("delay_proxy.py did not start")
+            proxy, target = start_delay_proxy(port, args.delay_ms)
         domains = f"{work}/domains.txt"
         with open(domains, "w") as f:
             for i in range(1, args.hosts + 1):
