@@ -53,7 +53,7 @@ def main():
     ap.add_argument("--wrap", default="", help="a command prefix, e.g. 'perf stat -e task-clock -o FILE --'")
     ap.add_argument("--extra", action="append", default=[], help="extra aasa-fetch argument")
     ap.add_argument("--delay-ms", type=float, default=0,
-                    help="put delay_proxy.py in front of nginx: every chunk waits this long each way (origin route)")
+                    help="put delay_proxy.py in front of nginx: every chunk waits this long each way")
     ap.add_argument("--compare", default="", help="a second aasa-fetch binary, run in turn with --binary (A/B)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per binary and C")
     args = ap.parse_args()
@@ -105,9 +105,9 @@ http {{
         delay = f", {args.delay_ms:g} ms each way through delay_proxy.py" if args.delay_ms > 0 else ""
         print(f"{args.hosts} hosts, route {args.route}{delay}, binaries {', '.join(binaries)}")
         print(f"{'C':>5} {'binary':>6} | {'peak RSS MiB':>12} {'CPU ms/host':>11} {'hosts/s':>8} | codes")
-        runs = [(c, b) for c in [int(x) for x in args.concurrency.split(",")] for _ in range(max(1, args.repeat))
-                for b in binaries]
-        for c, binary in runs:
+        runs = [(c, label, b) for c in [int(x) for x in args.concurrency.split(",")] for _ in range(max(1, args.repeat))
+                for label, b in zip("AB", binaries)]
+        for c, label, binary in runs:
             shutil.rmtree(f"{work}/store", ignore_errors=True)
             cmd = shlex.split(args.wrap) + [binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
                    "--connect-to", f"::127.0.0.1:{target}", "--allow-private", "--concurrency", str(c), "--retry-delays", "",
@@ -124,7 +124,6 @@ http {{
                 codes = collections.Counter(d.get("code") for d in report.get("domains", []))
             except ValueError:
                 codes = collections.Counter(["(no JSON)"])
-            label = "A" if binary == args.binary else "B"
             print(f"{c:>5} {label:>6} | {maxrss / 1024:>12.1f} {1000 * cpu / args.hosts:>11.3f} {args.hosts / wall:>8.0f} | "
                   + ", ".join(f"{k} {v}" for k, v in codes.most_common()))
             sys.stdout.flush()

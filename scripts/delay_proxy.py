@@ -20,19 +20,18 @@ class Side(asyncio.Protocol):
         self.delay = delay
         self.peer = peer
         self.transport = None
-        self.pending = []  # what arrived before the upstream connection was made
+        self.pending = []  # (due, kind, data) that arrived before the upstream connection was made
 
     def connection_made(self, transport):
         self.transport = transport
 
-    def later(self, action, *args):
-        asyncio.get_running_loop().call_later(self.delay, action, *args)
-
     def forward(self, kind, data=b""):
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self.delay
         if self.peer is None or self.peer.transport is None:
-            self.pending.append((kind, data))
+            self.pending.append((due, kind, data))
         else:
-            self.later(self.peer.act, kind, data)
+            loop.call_at(due, self.peer.act, kind, data)
 
     def act(self, kind, data):
         transport = self.transport
@@ -73,8 +72,8 @@ async def main():
                     client.transport.close()
                 return
             client.peer = server
-            for kind, data in client.pending:
-                client.later(server.act, kind, data)
+            for due, kind, data in client.pending:
+                loop.call_at(due, server.act, kind, data)
             client.pending = []
 
         task = loop.create_task(connect())
