@@ -19,13 +19,14 @@ gives the start-up peak RSS of `aasa-fetch --version` and `curl --version`.
 With --delay-ms D both tools reach nginx through delay_proxy.py, which holds every chunk D ms each
 way: the regime of a real crawl, where a host's time is mostly waiting and C transfers stay in
 flight. The proxy is one Python thread with CPU of its own, so in that mode memory and CPU per
-host say more than hosts/s.
+host say more than hosts/s. --delay-spread-ms S gives each connection its own delay within D ± S,
+so that concurrent connections' events arrive spread out, as from hosts at different distances.
 
 curl 7.x clamps --parallel-max to 300: its rows above C = 300 run 300 transfers at once, and the
 script prints a note saying so.
 
 Usage: scripts/bench-crawl [--sizes 2000,20000] [--concurrency 16,64,256,1024] [--threads default,1] [--repeat K]
-                           [--binary PATH] [--extra ARG]... [--legacy] [--delay-ms D]
+                           [--binary PATH] [--extra ARG]... [--legacy] [--delay-ms D [--delay-spread-ms S]]
 """
 import argparse
 import shlex
@@ -166,11 +167,11 @@ def free_port():
     return port
 
 
-def start_delay_proxy(upstream, delay_ms):
+def start_delay_proxy(upstream, delay_ms, spread_ms=0):
     """Starts delay_proxy.py on a free loopback port in front of `upstream`; returns (process, port)."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py"),
-                             str(port), str(upstream), str(delay_ms)], stdout=subprocess.PIPE, text=True)
+                             str(port), str(upstream), str(delay_ms), str(spread_ms)], stdout=subprocess.PIPE, text=True)
     if proc.stdout.readline().strip() != "ready":
         proc.kill()
         sys.exit("delay_proxy.py did not start")
@@ -198,6 +199,8 @@ def main():
     ap.add_argument("--delay-ms", type=float, default=0,
                     help="reach nginx through scripts/delay_proxy.py, which holds every chunk this long each way: "
                          "a network's latency on loopback (both tools; the proxy's own CPU is one Python thread)")
+    ap.add_argument("--delay-spread-ms", type=float, default=0,
+                    help="with --delay-ms D: each connection's delay is drawn from D ± this (same seed every run)")
     args = ap.parse_args()
     if args.legacy and args.cdn:
         sys.exit("--legacy: the CDN reads only .well-known")
@@ -250,8 +253,9 @@ http {{
         nginx_port = port
         if args.delay_ms > 0:
             # Both tools reach nginx through the delay proxy (--connect-to names the proxy's port).
-            proxy_proc, port = start_delay_proxy(nginx_port, args.delay_ms)
-            print(f"every chunk held {args.delay_ms:g} ms each way by delay_proxy.py on 127.0.0.1:{port}")
+            proxy_proc, port = start_delay_proxy(nginx_port, args.delay_ms, args.delay_spread_ms)
+            spread = f" ± {args.delay_spread_ms:g} ms per connection" if args.delay_spread_ms > 0 else ""
+            print(f"every chunk held {args.delay_ms:g} ms{spread} each way by delay_proxy.py on 127.0.0.1:{port}")
         curl_version = subprocess.run([curl, '--version'], capture_output=True, text=True).stdout.split()[1]
         print(f"nginx on 127.0.0.1:{nginx_port} (1 worker), {os.cpu_count()} cores; file {len(BODY)} bytes; "
               f"curl {curl_version}")

@@ -10,10 +10,11 @@ hosts go through the origin and a local fake CDN (HTTP/2). A benchmark, not a te
 
 With --compare B2 the binary B2 runs in turn with --binary (rows A and B), --repeat K times per
 level. With --delay-ms D every connection goes through delay_proxy.py, which holds each chunk D ms
-each way: a network's latency, where most of a host's time is waiting.
+each way: a network's latency, where most of a host's time is waiting; --delay-spread-ms S draws
+each connection's delay from D ± S instead.
 
 Usage: scripts/bench-memory [--hosts 4000] [--concurrency 64,1024] [--binary PATH] [--route origin|cdn|both] [--wrap CMD]
-                            [--compare PATH] [--repeat K] [--delay-ms D]
+                            [--compare PATH] [--repeat K] [--delay-ms D [--delay-spread-ms S]]
 """
 import argparse
 import collections
@@ -54,6 +55,8 @@ def main():
     ap.add_argument("--extra", action="append", default=[], help="extra aasa-fetch argument")
     ap.add_argument("--delay-ms", type=float, default=0,
                     help="put delay_proxy.py in front of nginx: every chunk waits this long each way")
+    ap.add_argument("--delay-spread-ms", type=float, default=0,
+                    help="with --delay-ms D: each connection's delay is drawn from D ± this (same seed every run)")
     ap.add_argument("--compare", default="", help="a second aasa-fetch binary, run in turn with --binary (A/B)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per binary and C")
     args = ap.parse_args()
@@ -96,13 +99,14 @@ http {{
             time.sleep(0.1)
         target = port
         if args.delay_ms > 0:
-            proxy, target = start_delay_proxy(port, args.delay_ms)
+            proxy, target = start_delay_proxy(port, args.delay_ms, args.delay_spread_ms)
         domains = f"{work}/domains.txt"
         with open(domains, "w") as f:
             for i in range(1, args.hosts + 1):
                 f.write(f"h{i}.bench.test\n")
         binaries = [args.binary] + ([args.compare] if args.compare else [])
-        delay = f", {args.delay_ms:g} ms each way through delay_proxy.py" if args.delay_ms > 0 else ""
+        spread = f" ± {args.delay_spread_ms:g}" if args.delay_spread_ms > 0 else ""
+        delay = f", {args.delay_ms:g}{spread} ms each way through delay_proxy.py" if args.delay_ms > 0 else ""
         print(f"{args.hosts} hosts, route {args.route}{delay}, binaries {', '.join(binaries)}")
         print(f"{'C':>5} {'binary':>6} | {'peak RSS MiB':>12} {'CPU ms/host':>11} {'hosts/s':>8} | codes")
         runs = [(c, label, b) for c in [int(x) for x in args.concurrency.split(",")] for _ in range(max(1, args.repeat))
