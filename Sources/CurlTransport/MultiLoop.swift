@@ -147,7 +147,7 @@ final class MultiLoop {
             let awake = Self.monotonicNanoseconds()
             pacer.waited(awake &- sleeping)
             if pacer.windowOver(now: awake) {
-                pacer.tick(now: awake, wanted: schedule.wanted())
+                pacer.tick(now: awake, wanted: schedule.wanted(), running: transfers.count)
             }
         }
     }
@@ -281,6 +281,7 @@ final class MultiLoop {
         }
         transfer.cleanup()
         if transfers.removeValue(forKey: transfer.id) != nil {
+            pacer.finished()
             releaseSlot()
         }
         let completion = transfer.completion

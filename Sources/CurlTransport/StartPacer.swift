@@ -20,6 +20,20 @@
 /// (`--concurrency`) stay the upper bound; a queued transfer waits as a plain value until the loop
 /// can start it, and its timeouts start only then. HTTP/2 requests (the CDN's streams over one
 /// connection, capped by their fetcher) are not paced.
+///
+/// An idle thread is not always a sign that more transfers would help: when the other side is the
+/// bottleneck (one server for every host, or a server short of CPU, as on loopback), the loop waits
+/// on it however many transfers it runs, and each one more only waits longer. So the pacer also
+/// checks that growing paid: every ``epochWindows`` windows it compares the transfers run on
+/// average and the transfers finished per second with those of the latest epoch far enough back
+/// for the transfers started since to have finished at that epoch's pace (one and a half times
+/// the time its transfers took, by Little's law: running ÷ finished per second; the current
+/// epoch's own time would grow with a queue at the bottleneck and push the comparison away). When running grew by a quarter or more and the
+/// rate rose by less than a quarter of that, the target goes back to what ran then and may not
+/// pass it for ``capHold`` (doubling while growing keeps failing to pay), after which it probes
+/// again. A crawl through network latency passes this test as it ramps up (more in flight, more
+/// finished), so it ramps up as before; slow hosts (timeouts) do not fail it either, since the
+/// others' completions still rise with the target.
 struct StartPacer {
     /// The fewest transfers a loop may always run (or the slot limit, when lower).
     static let floor = 8
@@ -34,6 +48,17 @@ struct StartPacer {
     static let shrinkFrom = 0.95
     /// Weight of the newest window in the smoothed share.
     static let smoothing = 0.5
+    /// Windows per epoch of the rate check.
+    static let epochWindows = 5
+    /// Epochs kept for the rate check (how far back it can compare).
+    static let epochsKept = 16
+    /// Completions an epoch needs for its rate to count in the check.
+    static let minimumCompletions = 24
+    /// How long the target may not pass a cap set because growing did not pay (doubled while
+    /// growing keeps failing, at most ``maximumCapHold``), in nanoseconds.
+    static let capHold: UInt64 = 2_000_000_000
+    /// The longest hold of a cap.
+    static let maximumCapHold: UInt64 = 32_000_000_000
 
     /// Transfers the loop may run now.
     private(set) var target: Int
@@ -47,6 +72,19 @@ struct StartPacer {
     private var wantedAtStart: UInt64?
     /// Whether the target held back a start during this window (so growing it would start more).
     private var bound = false
+    /// Transfers finished this epoch, transfers running summed over its windows, its windows and
+    /// its length.
+    private var epochCompletions = 0
+    private var epochRunning = 0
+    private var epochWindowCount = 0
+    private var epochStart: UInt64
+    /// The last epochs, oldest first: transfers run on average, finished per second, and how many
+    /// finished.
+    private var epochs: [(running: Double, rate: Double, completions: Int)] = []
+    /// The most the target may be while growing has not paid, until ``capUntil``.
+    private(set) var cap: Int?
+    private var capUntil: UInt64 = 0
+    private var nextCapHold = StartPacer.capHold
 
     /// - Parameters:
     ///   - ceiling: The most the loop may ever run (its download slots).
@@ -56,7 +94,13 @@ struct StartPacer {
         self.ceiling = max(1, ceiling)
         target = min(Self.floor, self.ceiling)
         windowStart = now
+        epochStart = now
         wantedAtStart = wanted
+    }
+
+    /// A transfer the loop ran finished.
+    mutating func finished() {
+        epochCompletions += 1
     }
 
     /// Whether the loop, running `running` transfers, may start one more.
@@ -78,8 +122,19 @@ struct StartPacer {
 
     /// Closes the window when it is over and adjusts the target from the thread's busy share:
     /// `wanted` (running or runnable time so far) when given, else the wall time not slept.
-    mutating func tick(now: UInt64, wanted: UInt64? = nil) {
+    /// `running`: the transfers the loop runs now (for the rate check; `nil`: no check).
+    mutating func tick(now: UInt64, wanted: UInt64? = nil, running: Int? = nil) {
         guard windowOver(now: now) else { return }
+        if let running {
+            epochRunning += running
+            epochWindowCount += 1
+            if epochWindowCount >= Self.epochWindows {
+                closeEpoch(now: now)
+            }
+        }
+        if cap != nil, now >= capUntil {
+            cap = nil
+        }
         defer {
             windowStart = now
             idle = 0
@@ -98,10 +153,54 @@ struct StartPacer {
         if busy < Self.growBelow {
             if bound {
                 let step = busy < Self.fastGrowBelow ? max(2, target / 4) : max(1, target / 32)
-                target = min(ceiling, target + step)
+                target = min(ceiling, cap ?? ceiling, target + step)
             }
         } else if busy >= Self.shrinkFrom {
             target = max(min(Self.floor, ceiling), target - max(1, target / 8))
+        }
+    }
+
+    /// Ends a rate epoch: records it and, when the target grew without the rate following, caps it.
+    private mutating func closeEpoch(now: UInt64) {
+        defer {
+            epochCompletions = 0
+            epochRunning = 0
+            epochWindowCount = 0
+            epochStart = now
+        }
+        guard now > epochStart, epochWindowCount > 0 else { return }
+        let seconds = Double(now - epochStart) / 1e9
+        let current = (running: Double(epochRunning) / Double(epochWindowCount), rate: Double(epochCompletions) / seconds,
+                       completions: epochCompletions)
+        epochs.append(current)
+        if epochs.count > Self.epochsKept {
+            epochs.removeFirst(epochs.count - Self.epochsKept)
+        }
+        guard current.completions >= Self.minimumCompletions, current.rate > 0 else { return }
+        // The latest epoch long enough ago for the transfers started since to have finished at its
+        // pace (one and a half times its transfers' time, by Little's law), at least two epochs.
+        let epochSeconds = Double(Self.window) * Double(Self.epochWindows) / 1e9
+        var earlier: (running: Double, rate: Double, completions: Int)?
+        for back in stride(from: 2, to: epochs.count, by: 1) {
+            let then = epochs[epochs.count - 1 - back]
+            guard then.completions >= Self.minimumCompletions, then.running > 0, then.rate > 0 else { continue }
+            if Double(back) * epochSeconds >= 1.5 * then.running / then.rate {
+                earlier = then
+                break
+            }
+        }
+        guard let then = earlier else { return }
+        let grown = current.running / then.running
+        let gained = current.rate / then.rate
+        guard grown >= 1.25 else { return }
+        if gained - 1 < 0.25 * (grown - 1) {
+            let limit = max(min(Self.floor, ceiling), Int(then.running.rounded(.up)))
+            cap = limit
+            capUntil = now &+ nextCapHold
+            nextCapHold = min(Self.maximumCapHold, nextCapHold * 2)
+            target = min(target, limit)
+        } else {
+            nextCapHold = Self.capHold
         }
     }
 }

@@ -229,6 +229,63 @@ struct StartPacerTests {
         #expect(large >= 512 && pacer.target == large + large / 32)
     }
 
+    /// Runs `windows` windows of 20 ms of a thread idle 80 % of the time, with the target binding
+    /// and the loop running its target; `finishedPerWindow` gives the transfers that finish in a
+    /// window from the transfers running. Returns the most the target reached.
+    @discardableResult
+    static func crawl(_ pacer: inout StartPacer, windows: Int, from now: inout UInt64, wanted: inout UInt64,
+                      finishedPerWindow: (Int) -> Int) -> Int {
+        var highest = pacer.target
+        for _ in 0..<windows {
+            let running = pacer.target
+            _ = pacer.mayStart(running: running)
+            for _ in 0..<finishedPerWindow(running) { pacer.finished() }
+            now += 20 * ms
+            wanted += 4 * ms
+            pacer.tick(now: now, wanted: wanted, running: running)
+            highest = max(highest, pacer.target)
+        }
+        return highest
+    }
+
+    @Test func growingThatFinishesNoMoreTransfersIsCappedAtWhatRanBeforeThenProbedAgain() {
+        var now: UInt64 = 0
+        var wanted: UInt64 = 0
+        var pacer = StartPacer(ceiling: 1024, now: now, wanted: wanted)
+        // The other side finishes 10 transfers per 20 ms however many run (a server that is the
+        // bottleneck), while the idle thread makes the target grow.
+        let highest = Self.crawl(&pacer, windows: 30, from: &now, wanted: &wanted) { _ in 10 }
+        guard let cap = pacer.cap else {
+            Issue.record("growing that paid nothing was not capped (target \(pacer.target))")
+            return
+        }
+        #expect(pacer.target == cap && cap < highest && highest < 1024)
+        // Held for two seconds (100 windows) however idle the thread is.
+        Self.crawl(&pacer, windows: 60, from: &now, wanted: &wanted) { _ in 10 }
+        #expect(pacer.cap == cap && pacer.target == cap)
+        // Then lifted: the target grows past it, until the check caps it again, this time for
+        // four seconds.
+        let probed = Self.crawl(&pacer, windows: 60, from: &now, wanted: &wanted) { _ in 10 }
+        #expect(probed > cap)
+        guard let second = pacer.cap else {
+            Issue.record("the probe after the hold was not capped (target \(pacer.target))")
+            return
+        }
+        Self.crawl(&pacer, windows: 150, from: &now, wanted: &wanted) { _ in 10 }
+        #expect(pacer.cap == second && pacer.target == second)
+    }
+
+    @Test func growingThatFinishesMoreTransfersIsNotCapped() {
+        var now: UInt64 = 0
+        var wanted: UInt64 = 0
+        var pacer = StartPacer(ceiling: 1024, now: now, wanted: wanted)
+        // Network latency: a transfer takes 200 ms whatever runs, so a tenth of those running
+        // finish in each window, and running more finishes more.
+        Self.crawl(&pacer, windows: 60, from: &now, wanted: &wanted) { $0 / 10 }
+        #expect(pacer.cap == nil)
+        #expect(pacer.target == 1024)
+    }
+
     @Test func aTargetThatHeldNothingBackDoesNotGrow() {
         var now: UInt64 = 0
         var pacer = StartPacer(ceiling: 100, now: now, wanted: 0)
