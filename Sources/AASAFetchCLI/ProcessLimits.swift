@@ -10,10 +10,11 @@ enum ProcessLimits {
     /// Descriptors kept for everything else: the store (database, WAL, shared memory), the run
     /// spool, CA files read during handshakes, the standard streams.
     static let reservedDescriptors = 32
-    /// Descriptors each curl loop holds for as long as it runs: the two ends of its multi handle's
-    /// wake-up socket pair (`curl_multi_wakeup`), and its thread's `/proc/thread-self/schedstat`
+    /// Descriptors each curl loop holds for as long as it runs: the two ends of the wake-up socket
+    /// pair libcurl makes with every multi handle, the loop's epoll set and wake-up eventfd (it
+    /// drives curl through its socket interface), and its thread's `/proc/thread-self/schedstat`
     /// (read by its start pacer).
-    static let descriptorsPerLoop = 3
+    static let descriptorsPerLoop = 5
 
     /// Raises the soft limit of open files (`RLIMIT_NOFILE`) to the hard one (at most 1,048,576,
     /// Linux's usual `nr_open`), so `--concurrency` is not cut by a low default soft limit.

@@ -6,8 +6,10 @@
  *
  * curl_easy_setopt, curl_easy_getinfo, curl_multi_setopt and curl_share_setopt are variadic
  * (and macro-wrapped), so Swift cannot call them. Each function below forwards one argument
- * kind; the logic stays in Swift (CurlTransport). Every function is static inline: this
- * module is header-only.
+ * kind; the logic stays in Swift (CurlTransport). The exception is the plumbing of curl's socket
+ * interface (ccurl_events_*): the callbacks that keep an epoll set and curl's timer run for every
+ * socket change, and epoll's packed struct epoll_event has no Swift layout. Every function is
+ * static (inline): this module is header-only.
  */
 
 #include <curl/curl.h>
@@ -20,6 +22,11 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
 
 /* MARK: - Global initialisation */
 
@@ -307,6 +314,201 @@ static CURLcode ccurl_sslctx_release_buffers(CURL *handle, void *sslctx, void *u
 /* Installs ccurl_sslctx_release_buffers as the transfer's CURLOPT_SSL_CTX_FUNCTION. */
 static inline CURLcode ccurl_easy_release_tls_buffers(CURL *handle) {
     return curl_easy_setopt(handle, CURLOPT_SSL_CTX_FUNCTION, ccurl_sslctx_release_buffers);
+}
+
+/* MARK: - curl's socket interface over epoll (one per loop thread) */
+
+/*
+ * The state a loop shares with libcurl's socket and timer callbacks (CURLMOPT_SOCKETFUNCTION,
+ * CURLMOPT_TIMERFUNCTION): the epoll set of the sockets curl wants watched, an eventfd other
+ * threads write to wake the loop, and when curl's timer is due. The callbacks run inside
+ * curl_multi_socket_action and curl_multi_add_handle on the loop thread; only
+ * ccurl_events_wake is called from other threads.
+ */
+#define CCURL_EVENTS_FAILED_MAX 32
+typedef struct ccurl_events {
+    CURLM *multi;
+    int epoll_fd;
+    int wake_fd;
+    /* CLOCK_MONOTONIC nanoseconds at which curl's timer expires; -1: no timer. */
+    int64_t deadline_ns;
+    /* The deadline the loop last ran curl's timer for (ccurl_events_timer_due): while curl has
+     * not set another, the loop waits at least 1 ms between runs instead of spinning (curl rounds
+     * its timeout to whole milliseconds, so its timer may expire a moment after ours). */
+    int64_t fired_ns;
+    /* Transfers whose socket could not be added to the epoll set (epoll_ctl failed: ENOMEM, or
+     * ENOSPC past fs.epoll.max_user_watches), with the errno; the loop fails them. */
+    int failed_count;
+    CURL *failed[CCURL_EVENTS_FAILED_MAX];
+    int failed_errno;
+} ccurl_events;
+
+static inline int64_t ccurl_monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* A socket's new wants: watched for reading and/or writing (level-triggered), or no longer. */
+static int ccurl_events_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
+    ccurl_events *events = (ccurl_events *)userp;
+    if (what == CURL_POLL_REMOVE) {
+        (void)epoll_ctl(events->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+        return 0;
+    }
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    event.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
+    event.data.fd = fd;
+    /* socketp is set (curl_multi_assign) once the socket is in the set. */
+    int op = socketp != NULL ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    int result = epoll_ctl(events->epoll_fd, op, fd, &event);
+    if (result != 0 && op == EPOLL_CTL_ADD && errno == EEXIST) {
+        result = epoll_ctl(events->epoll_fd, EPOLL_CTL_MOD, fd, &event);
+    } else if (result != 0 && op == EPOLL_CTL_MOD && errno == ENOENT) {
+        result = epoll_ctl(events->epoll_fd, EPOLL_CTL_ADD, fd, &event);
+    }
+    if (result != 0) {
+        if (events->failed_count < CCURL_EVENTS_FAILED_MAX) {
+            events->failed[events->failed_count] = easy;
+        }
+        events->failed_count += 1;
+        events->failed_errno = errno;
+        return 0;
+    }
+    if (socketp == NULL) {
+        (void)curl_multi_assign(events->multi, fd, events);
+    }
+    return 0;
+}
+
+/* curl's one timer: due in timeout_ms (0: at once), or cancelled (-1). */
+static int ccurl_events_timer(CURLM *multi, long timeout_ms, void *userp) {
+    (void)multi;
+    ccurl_events *events = (ccurl_events *)userp;
+    events->deadline_ns = timeout_ms < 0 ? -1 : ccurl_monotonic_ns() + (int64_t)timeout_ms * 1000000;
+    return 0;
+}
+
+/*
+ * Makes the epoll set and the wake-up eventfd and installs the callbacks on multi. Returns NULL
+ * (errno set) when a descriptor or the memory could not be had.
+ */
+static inline ccurl_events *ccurl_events_create(CURLM *multi) {
+    ccurl_events *events = (ccurl_events *)calloc(1, sizeof(ccurl_events));
+    if (events == NULL) {
+        return NULL;
+    }
+    events->multi = multi;
+    events->deadline_ns = -1;
+    events->fired_ns = -1;
+    events->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    events->wake_fd = events->epoll_fd < 0 ? -1 : eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    event.events = EPOLLIN;
+    event.data.fd = events->wake_fd;
+    if (events->wake_fd < 0 || epoll_ctl(events->epoll_fd, EPOLL_CTL_ADD, events->wake_fd, &event) != 0) {
+        int saved = errno;
+        if (events->wake_fd >= 0) close(events->wake_fd);
+        if (events->epoll_fd >= 0) close(events->epoll_fd);
+        free(events);
+        errno = saved;
+        return NULL;
+    }
+    (void)curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, ccurl_events_socket);
+    (void)curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, events);
+    (void)curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, ccurl_events_timer);
+    (void)curl_multi_setopt(multi, CURLMOPT_TIMERDATA, events);
+    return events;
+}
+
+/* The eventfd other threads write to (ccurl_events_wake). */
+static inline int ccurl_events_wake_fd(const ccurl_events *events) {
+    return events->wake_fd;
+}
+
+/* Wakes the loop sleeping in ccurl_events_wait on the set whose wake-up eventfd is wake_fd. */
+static inline void ccurl_events_wake(int wake_fd) {
+    uint64_t one = 1;
+    ssize_t written;
+    do {
+        written = write(wake_fd, &one, sizeof one);
+    } while (written < 0 && errno == EINTR);
+    /* EAGAIN: the counter is full, so the loop is woken anyway. */
+}
+
+/*
+ * Sleeps until a watched socket is ready, curl's timer is due, the loop is woken, or cap_ms
+ * passes. Writes up to max ready sockets into sockets and their CURL_CSELECT_* masks into masks,
+ * and whether the loop was woken into woken. Returns how many sockets, or -1 (errno set) when
+ * epoll_wait failed (an interrupted wait returns 0).
+ */
+static inline int ccurl_events_wait(ccurl_events *events, int cap_ms, int *sockets, int *masks, int max, int *woken) {
+    enum { batch = 256 };
+    struct epoll_event ready[batch];
+    int timeout = cap_ms;
+    if (events->deadline_ns >= 0) {
+        int64_t left = events->deadline_ns - ccurl_monotonic_ns();
+        int64_t ms = left <= 0 ? 0 : (left + 999999) / 1000000;
+        if (ms == 0 && events->fired_ns == events->deadline_ns) {
+            ms = 1;
+        }
+        if (ms < timeout) {
+            timeout = (int)ms;
+        }
+    }
+    *woken = 0;
+    int count = epoll_wait(events->epoll_fd, ready, max < batch ? max : batch, timeout);
+    if (count < 0) {
+        return errno == EINTR ? 0 : -1;
+    }
+    int kept = 0;
+    for (int i = 0; i < count; i++) {
+        if (ready[i].data.fd == events->wake_fd) {
+            uint64_t value;
+            (void)read(events->wake_fd, &value, sizeof value);
+            *woken = 1;
+            continue;
+        }
+        uint32_t flags = ready[i].events;
+        sockets[kept] = ready[i].data.fd;
+        masks[kept] = ((flags & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) ? CURL_CSELECT_IN : 0)
+            | ((flags & EPOLLOUT) ? CURL_CSELECT_OUT : 0) | ((flags & EPOLLERR) ? CURL_CSELECT_ERR : 0);
+        kept += 1;
+    }
+    return kept;
+}
+
+/* Whether curl's timer is due (the caller then runs curl_multi_socket_action with
+ * CURL_SOCKET_TIMEOUT, and curl sets its next timer, or cancels it, through the callback). */
+static inline int ccurl_events_timer_due(ccurl_events *events) {
+    if (events->deadline_ns < 0 || events->deadline_ns > ccurl_monotonic_ns()) {
+        return 0;
+    }
+    events->fired_ns = events->deadline_ns;
+    return 1;
+}
+
+/* Transfers whose socket could not be watched since the last call: copies up to max into
+ * handles, returns how many there were (more than max: the rest are lost to the count), and the
+ * errno into error. */
+static inline int ccurl_events_take_failed(ccurl_events *events, CURL **handles, int max, int *error) {
+    int count = events->failed_count;
+    int copied = count < CCURL_EVENTS_FAILED_MAX ? count : CCURL_EVENTS_FAILED_MAX;
+    for (int i = 0; i < copied && i < max; i++) {
+        handles[i] = events->failed[i];
+    }
+    *error = events->failed_errno;
+    events->failed_count = 0;
+    return count;
+}
+
+/* Closes the epoll set and the eventfd and frees the state (after curl_multi_cleanup). */
+static inline void ccurl_events_destroy(ccurl_events *events) {
+    close(events->wake_fd);
+    close(events->epoll_fd);
+    free(events);
 }
 
 #endif

@@ -20,8 +20,9 @@ public struct TransferTicket: Hashable, Sendable {
 /// Performs HTTPS GET transfers with libcurl's multi interface over one or more loop threads.
 ///
 /// Each loop is an OS thread that owns its own multi handle and the easy handle of every transfer
-/// it runs, calls `curl_multi_perform`/`curl_multi_poll`, and gets its work through a lock-guarded
-/// inbox and `curl_multi_wakeup`, so callers never block a thread of the cooperative pool. A new
+/// it runs, drives curl through its socket interface (`curl_multi_socket_action` on the sockets an
+/// epoll set reports ready), and gets its work through a lock-guarded inbox and an eventfd, so
+/// callers never block a thread of the cooperative pool. A new
 /// transfer goes to the loop with the fewest transfers waiting or running, unless its
 /// ``TransferRequest/affinity`` (or, for HTTP/2 and clients with a per-host limit, its host) ties
 /// it to one loop; HTTP/2 transfers to one host share a connection. The loops share one DNS cache

@@ -1,14 +1,12 @@
 internal import CCurl
 import Synchronization
 
-/// The multi handle, carried across threads only so that `curl_multi_wakeup` can be called on it.
+/// The eventfd that wakes a loop sleeping in `epoll_wait`, reachable from other threads.
 ///
-/// `@unchecked Sendable` because a raw pointer is not `Sendable`: the only use off the loop thread
-/// is `curl_multi_wakeup`, which libcurl documents as callable from any thread, and it is made
-/// only while holding the mailbox lock and only while the loop has published the handle (the loop
-/// withdraws it under the same lock before `curl_multi_cleanup`).
-struct MultiWakeupHandle: @unchecked Sendable {
-    let raw: UnsafeMutableRawPointer
+/// Written only while holding the mailbox lock and only while the loop has published it (the
+/// loop withdraws it under the same lock before closing the descriptor).
+struct LoopWaker: Sendable {
+    let descriptor: Int32
 }
 
 /// Work posted to a loop thread.
@@ -35,15 +33,15 @@ final class Mailbox: Sendable {
         var commands: [LoopCommand] = []
         var lifecycle = Lifecycle.running
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
-        var multi: MultiWakeupHandle?
+        var waker: LoopWaker?
         var startupFailure: String?
         var threadExited = false
         /// Transfers handed to curl by this loop so far (for tests of the spread over loops).
         var started = 0
 
         func wake() {
-            if let multi {
-                _ = curl_multi_wakeup(multi.raw)
+            if let waker {
+                ccurl_events_wake(waker.descriptor)
             }
         }
     }
@@ -177,10 +175,10 @@ final class Mailbox: Sendable {
         state.withLock { $0.threadExited = true }
     }
 
-    /// Makes the multi handle reachable for wake-ups.
-    func publish(multi: MultiWakeupHandle) {
+    /// Makes the loop's wake-up descriptor reachable for wake-ups.
+    func publish(waker: LoopWaker) {
         state.withLock { state in
-            state.multi = multi
+            state.waker = waker
             state.wake()  // commands may have been queued before the handle existed
         }
     }
@@ -209,7 +207,7 @@ final class Mailbox: Sendable {
         }
     }
 
-    /// Marks the client stopped, withdraws the multi handle and returns what is left to fail and
+    /// Marks the client stopped, withdraws the wake-up descriptor and returns what is left to fail and
     /// the shutdown waiters to resume.
     func close(startupFailure: String? = nil) -> (
         commands: [LoopCommand], waiters: [CheckedContinuation<Void, Never>]
@@ -217,7 +215,7 @@ final class Mailbox: Sendable {
         state.withLock { state in
             state.lifecycle = .stopped
             state.startupFailure = startupFailure
-            state.multi = nil
+            state.waker = nil
             state.phases = [:]
             let commands = state.commands
             state.commands = []

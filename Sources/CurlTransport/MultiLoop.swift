@@ -5,17 +5,29 @@ import Glibc
 ///
 /// Drains its ``Mailbox`` (starts and cancels) into its queue, hands queued transfers to curl while
 /// it can take a download slot from the client's ``SlotPool`` (the `--concurrency` limit holds
-/// over all loops), calls `curl_multi_perform`, completes finished transfers from
-/// `curl_multi_info_read` and at once starts queued ones in their place, then sleeps in
-/// `curl_multi_poll` until a socket is ready, curl's own timeout expires or another thread calls
-/// `curl_multi_wakeup` (a caller with work, or a loop handing over a slot). The multi and easy
-/// handles never leave this thread; only the share handle (DNS and TLS session caches, with locks)
-/// is used by every loop of the client.
+/// over all loops), and drives curl through its socket interface: curl tells the loop which
+/// sockets to watch and when its timer is due (callbacks in the C shim keep an epoll set), the
+/// loop sleeps in `epoll_wait` until a socket is ready, the timer is due or another thread writes
+/// the loop's eventfd (a caller with work, or a loop handing over a slot), and then runs
+/// `curl_multi_socket_action` for each ready socket and for the timer. So a wake-up costs what
+/// its ready sockets need, not a pass over every transfer (`curl_multi_perform`) and a `poll` of
+/// every socket (`curl_multi_poll`), which through network latency, with one event per wake-up,
+/// grew with the concurrency. Finished transfers are completed from `curl_multi_info_read`, and
+/// queued ones start at once in their place. The multi and easy handles never leave this thread;
+/// only the share handle (DNS and TLS session caches, with locks) is used by every loop of the
+/// client.
 final class MultiLoop {
     private let index: Int
     private let group: LoopGroup
     private let mailbox: Mailbox
     private let multi: UnsafeMutableRawPointer
+    /// The epoll set, eventfd and timer curl's socket and timer callbacks keep (C shim).
+    private let events: UnsafeMutablePointer<ccurl_events>
+    /// Ready sockets and their `CURL_CSELECT_*` masks, filled by each wait.
+    private let readySockets: UnsafeMutablePointer<Int32>
+    private let readyMasks: UnsafeMutablePointer<Int32>
+    /// Sockets taken from one wait at most (more stay ready for the next: level-triggered).
+    private static let readyCapacity: Int32 = 256
     private let share: UnsafeMutableRawPointer?
     private var transfers: [UInt64: Transfer] = [:]
     /// Started by callers but not yet handed to curl, oldest first: a transfer starts only with a
@@ -33,8 +45,12 @@ final class MultiLoop {
     /// and closes the oldest idle one past it.
     private var connectionCap: Int
 
-    private init(index: Int, group: LoopGroup, multi: UnsafeMutableRawPointer, maxConnections: Int, idleKept: Int) {
+    private init(index: Int, group: LoopGroup, multi: UnsafeMutableRawPointer, events: UnsafeMutablePointer<ccurl_events>,
+                 maxConnections: Int, idleKept: Int) {
         self.index = index
+        self.events = events
+        readySockets = .allocate(capacity: Int(Self.readyCapacity))
+        readyMasks = .allocate(capacity: Int(Self.readyCapacity))
         self.idleKept = idleKept
         connectionCap = idleKept
         self.group = group
@@ -85,9 +101,16 @@ final class MultiLoop {
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, idleKept)
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, maxConnectionsPerHost))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex)
+        guard let events = ccurl_events_create(multi) else {
+            let reason = "the curl loop could not create its epoll set: \(String(cString: strerror(errno)))"
+            _ = curl_multi_cleanup(multi)
+            failEverything(mailbox, reason: reason)
+            group.loopExited()
+            return
+        }
 
-        let loop = MultiLoop(index: index, group: group, multi: multi, maxConnections: maxConnections, idleKept: idleKept)
-        mailbox.publish(multi: MultiWakeupHandle(raw: multi))
+        let loop = MultiLoop(index: index, group: group, multi: multi, events: events, maxConnections: maxConnections, idleKept: idleKept)
+        mailbox.publish(waker: LoopWaker(descriptor: ccurl_events_wake_fd(events)))
         loop.runUntilStopped()
         loop.tearDown()
     }
@@ -128,27 +151,67 @@ final class MultiLoop {
             if stop {
                 return
             }
+            // Transfers added get curl's timer at 0: running it starts them before the wait.
             startQueued()
-            var running: Int32 = 0
             keepIdleConnections()
-            _ = curl_multi_perform(multi, &running)
+            runTimerIfDue()
             drainMessages()
             if startQueued() {
-                // Transfers just started: let curl begin them before sleeping.
                 keepIdleConnections()
-                _ = curl_multi_perform(multi, &running)
+                runTimerIfDue()
                 drainMessages()
             }
-            var ready: Int32 = 0
+            var woken: Int32 = 0
             let sleeping = Self.monotonicNanoseconds()
-            if curl_multi_poll(multi, nil, 0, 1000, &ready) != CURLM_OK {
-                usleep(10_000)  // poll() itself failed: do not spin; transfers still time out
-            }
+            let ready = ccurl_events_wait(events, 1000, readySockets, readyMasks, Self.readyCapacity, &woken)
             let awake = Self.monotonicNanoseconds()
             pacer.waited(awake &- sleeping)
+            if ready < 0 {
+                usleep(10_000)  // epoll_wait itself failed: do not spin; transfers still time out
+            } else if ready > 0 {
+                keepIdleConnections()
+                for slot in 0..<Int(ready) {
+                    act(on: readySockets[slot], mask: readyMasks[slot])
+                }
+            }
+            runTimerIfDue()
+            drainMessages()
             if pacer.windowOver(now: awake) {
                 pacer.tick(now: awake, wanted: schedule.wanted(), running: transfers.count)
             }
+        }
+    }
+
+    /// Lets curl act on one ready socket (`CURL_SOCKET_TIMEOUT`: on its expired timers).
+    private func act(on socket: Int32, mask: Int32) {
+        var running: Int32 = 0
+        _ = curl_multi_socket_action(multi, socket, mask, &running)
+        if events.pointee.failed_count > 0 {
+            failUnwatched()
+        }
+    }
+
+    private func runTimerIfDue() {
+        if ccurl_events_timer_due(events) != 0 {
+            act(on: ccurl_socket_bad, mask: 0)
+        }
+    }
+
+    /// Fails the transfers whose socket could not be added to the epoll set: they would wait for
+    /// events that never come, until their timeout.
+    private func failUnwatched() {
+        var handles = [UnsafeMutableRawPointer?](repeating: nil, count: 32)
+        var error: Int32 = 0
+        let count = handles.withUnsafeMutableBufferPointer {
+            ccurl_events_take_failed(events, $0.baseAddress, Int32($0.count), &error)
+        }
+        let failure = TransferFailure(
+            kind: .descriptorsExhausted,
+            message: "epoll_ctl could not watch the transfer's socket: \(String(cString: strerror(error)))"
+                + (error == ENOSPC ? " (the system's fs.epoll.max_user_watches)" : ""))
+        for easy in handles.prefix(Int(min(count, 32))) {
+            guard let easy, let transfer = transfers.values.first(where: { $0.handle == easy }) else { continue }
+            complete(transfer, result: .failure(failure), added: true)
         }
     }
 
@@ -312,6 +375,9 @@ final class MultiLoop {
         }
         wake(group.slots.idle(loop: index))
         _ = curl_multi_cleanup(multi)
+        ccurl_events_destroy(events)
+        readySockets.deallocate()
+        readyMasks.deallocate()
         // The last loop out frees the share handle, before any shutdown waiter resumes.
         group.loopExited()
         for waiter in waiters {

@@ -6,7 +6,7 @@
 /// as on a fast network), more transfers in flight add no speed: they wait for the thread, each
 /// holding its TLS state (about 70 KiB) and growing older against its timeouts. So the loop
 /// measures, over short windows, the share of wall time its thread was running or waiting to run
-/// (`/proc/thread-self/schedstat`; without it, the time spent outside `curl_multi_poll`), smooths
+/// (`/proc/thread-self/schedstat`; without it, the time spent outside `epoll_wait`), smooths
 /// it, and keeps a target. While the target binds and the thread has idle time, the target grows:
 /// by a quarter while the thread is idle most of the time (a crawl waiting on the network ramps up
 /// within a fraction of a second), and by a 32nd once the thread is busy more than
@@ -66,7 +66,7 @@ struct StartPacer {
     private(set) var busy = 0.0
     private let ceiling: Int
     private var windowStart: UInt64
-    /// Wall time slept in `curl_multi_poll` this window.
+    /// Wall time slept in `epoll_wait` this window.
     private var idle: UInt64 = 0
     /// The thread's running plus runnable time at the window's start, when the system tells it.
     private var wantedAtStart: UInt64?
@@ -110,7 +110,7 @@ struct StartPacer {
         return false
     }
 
-    /// The loop slept `nanoseconds` in `curl_multi_poll`.
+    /// The loop slept `nanoseconds` in `epoll_wait`.
     mutating func waited(_ nanoseconds: UInt64) {
         idle &+= nanoseconds
     }

@@ -271,7 +271,7 @@ final class Transfer {
         return String(cString: text)
     }
 
-    // MARK: - Callbacks (loop thread, inside curl_multi_perform)
+    // MARK: - Callbacks (loop thread, inside curl_multi_socket_action)
 
     private func receive(body data: UnsafeRawPointer?, count: Int) -> Int {
         guard count > 0 else { return 0 }
