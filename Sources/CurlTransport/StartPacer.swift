@@ -28,12 +28,12 @@
 /// average and the transfers finished per second with those of the latest epoch far enough back
 /// for the transfers started since to have finished at that epoch's pace (one and a half times
 /// the time its transfers took, by Little's law: running ÷ finished per second; the current
-/// epoch's own time would grow with a queue at the bottleneck and push the comparison away). When running grew by a quarter or more and the
-/// rate rose by less than a quarter of that, the target goes back to what ran then and may not
-/// pass it for ``capHold`` (doubling while growing keeps failing to pay), after which it probes
-/// again. A crawl through network latency passes this test as it ramps up (more in flight, more
-/// finished), so it ramps up as before; slow hosts (timeouts) do not fail it either, since the
-/// others' completions still rise with the target.
+/// epoch's own time would grow with a queue at the bottleneck and push the comparison away). When
+/// running grew by a quarter or more and the rate rose by less than a quarter of that, the target
+/// goes back to what ran then and may not pass it for ``capHold`` (doubling while growing keeps
+/// failing to pay), after which it probes again. A crawl through network latency passes this test
+/// as it ramps up (more in flight, more finished), so it ramps up as before; slow hosts (timeouts)
+/// do not fail it either, since the others' completions still rise with the target.
 struct StartPacer {
     /// The fewest transfers a loop may always run (or the slot limit, when lower).
     static let floor = 8
@@ -194,7 +194,7 @@ struct StartPacer {
         let gained = current.rate / then.rate
         guard grown >= 1.25 else { return }
         if gained - 1 < 0.25 * (grown - 1) {
-            let limit = max(min(Self.floor, ceiling), Int(then.running.rounded(.up)))
+            let limit = min(ceiling, max(min(Self.floor, ceiling), Int(then.running.rounded(.up))))
             cap = limit
             capUntil = now &+ nextCapHold
             nextCapHold = min(Self.maximumCapHold, nextCapHold * 2)
