@@ -207,8 +207,8 @@ final class Mailbox: Sendable {
         }
     }
 
-    /// Marks the client stopped, withdraws the wake-up descriptor and returns what is left to fail and
-    /// the shutdown waiters to resume.
+    /// Marks the client stopped, withdraws the wake-up descriptor and returns what is left to fail
+    /// and the shutdown waiters to resume.
     func close(startupFailure: String? = nil) -> (
         commands: [LoopCommand], waiters: [CheckedContinuation<Void, Never>]
     ) {
