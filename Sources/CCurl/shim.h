@@ -440,11 +440,11 @@ static inline void ccurl_events_wake(int wake_fd) {
 
 /*
  * Sleeps until a watched socket is ready, curl's timer is due, the loop is woken, or cap_ms
- * passes. Writes up to max ready sockets into sockets and their CURL_CSELECT_* masks into masks,
- * and whether the loop was woken into woken. Returns how many sockets, or -1 (errno set) when
+ * passes. Writes up to max ready sockets into sockets and their CURL_CSELECT_* masks into masks
+ * (a wake-up only empties the eventfd). Returns how many sockets, or -1 (errno set) when
  * epoll_wait failed (an interrupted wait returns 0).
  */
-static inline int ccurl_events_wait(ccurl_events *events, int cap_ms, int *sockets, int *masks, int max, int *woken) {
+static inline int ccurl_events_wait(ccurl_events *events, int cap_ms, int *sockets, int *masks, int max) {
     enum { batch = 256 };
     struct epoll_event ready[batch];
     int timeout = cap_ms;
@@ -458,7 +458,6 @@ static inline int ccurl_events_wait(ccurl_events *events, int cap_ms, int *socke
             timeout = (int)ms;
         }
     }
-    *woken = 0;
     int count = epoll_wait(events->epoll_fd, ready, max < batch ? max : batch, timeout);
     if (count < 0) {
         return errno == EINTR ? 0 : -1;
@@ -468,7 +467,6 @@ static inline int ccurl_events_wait(ccurl_events *events, int cap_ms, int *socke
         if (ready[i].data.fd == events->wake_fd) {
             uint64_t value;
             (void)read(events->wake_fd, &value, sizeof value);
-            *woken = 1;
             continue;
         }
         uint32_t flags = ready[i].events;

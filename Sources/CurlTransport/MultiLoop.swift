@@ -62,11 +62,9 @@ final class MultiLoop {
                            wanted: schedule.wanted())
     }
 
-    /// The monotonic clock in nanoseconds.
+    /// The monotonic clock in nanoseconds: the shim's, the one curl's timer is kept in.
     private static func monotonicNanoseconds() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+        UInt64(ccurl_monotonic_ns())
     }
 
     /// The most idle connections one loop keeps: its share of `maxConnections` (`0`: no limit),
@@ -161,9 +159,8 @@ final class MultiLoop {
                 runTimerIfDue()
                 drainMessages()
             }
-            var woken: Int32 = 0
             let sleeping = Self.monotonicNanoseconds()
-            let ready = ccurl_events_wait(events, 1000, readySockets, readyMasks, Self.readyCapacity, &woken)
+            let ready = ccurl_events_wait(events, 1000, readySockets, readyMasks, Self.readyCapacity)
             let awake = Self.monotonicNanoseconds()
             pacer.waited(awake &- sleeping)
             if ready < 0 {
@@ -200,7 +197,7 @@ final class MultiLoop {
     /// Fails the transfers whose socket could not be added to the epoll set: they would wait for
     /// events that never come, until their timeout.
     private func failUnwatched() {
-        var handles = [UnsafeMutableRawPointer?](repeating: nil, count: 32)
+        var handles = [UnsafeMutableRawPointer?](repeating: nil, count: Int(CCURL_EVENTS_FAILED_MAX))
         var error: Int32 = 0
         let count = handles.withUnsafeMutableBufferPointer {
             ccurl_events_take_failed(events, $0.baseAddress, Int32($0.count), &error)
@@ -209,7 +206,7 @@ final class MultiLoop {
             kind: .descriptorsExhausted,
             message: "epoll_ctl could not watch the transfer's socket: \(String(cString: strerror(error)))"
                 + (error == ENOSPC ? " (the system's fs.epoll.max_user_watches)" : ""))
-        for easy in handles.prefix(Int(min(count, 32))) {
+        for easy in handles.prefix(Int(count)) {
             guard let easy, let transfer = transfers.values.first(where: { $0.handle == easy }) else { continue }
             complete(transfer, result: .failure(failure), added: true)
         }
