@@ -11,10 +11,13 @@ hosts go through the origin and a local fake CDN (HTTP/2). A benchmark, not a te
 With --compare B2 the binary B2 runs in turn with --binary (rows A and B), --repeat K times per
 level. With --delay-ms D every connection goes through delay_proxy.py, which holds each chunk D ms
 each way: a network's latency, where most of a host's time is waiting; --delay-spread-ms S draws
-each connection's delay from D ± S instead.
+each connection's delay from D ± S instead; --dead-every K makes every K-th connection the proxy
+accepts a dead one (never answered: the host fails when --connect-timeout runs out), as in a real
+crawl where some hosts accept and never answer; with --dead-from N, only from the N-th connection
+on (dead hosts that begin while the crawl ramps up).
 
 Usage: scripts/bench-memory [--hosts 4000] [--concurrency 64,1024] [--binary PATH] [--route origin|cdn|both] [--wrap CMD]
-                            [--compare PATH] [--repeat K] [--delay-ms D [--delay-spread-ms S]]
+                            [--compare PATH] [--repeat K] [--delay-ms D [--delay-spread-ms S] [--dead-every K [--dead-from N]]]
 """
 import argparse
 import collections
@@ -39,6 +42,11 @@ def quiet(cmd):
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def stop(process):
+    process.terminate()
+    process.wait(5)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,6 +65,10 @@ def main():
                     help="put delay_proxy.py in front of nginx: every chunk waits this long each way")
     ap.add_argument("--delay-spread-ms", type=float, default=0,
                     help="with --delay-ms D: each connection's delay is drawn from D ± this (same seed every run)")
+    ap.add_argument("--dead-every", type=int, default=0,
+                    help="with --delay-ms D: every K-th connection the proxy accepts is never answered")
+    ap.add_argument("--dead-from", type=int, default=1,
+                    help="with --dead-every K: only from the N-th connection the proxy accepts on")
     ap.add_argument("--compare", default="", help="a second aasa-fetch binary, run in turn with --binary (A/B)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per binary and C")
     args = ap.parse_args()
@@ -97,22 +109,28 @@ http {{
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.1)
-        target = port
-        if args.delay_ms > 0:
-            proxy, target = start_delay_proxy(port, args.delay_ms, args.delay_spread_ms)
         domains = f"{work}/domains.txt"
         with open(domains, "w") as f:
             for i in range(1, args.hosts + 1):
                 f.write(f"h{i}.bench.test\n")
         binaries = [args.binary] + ([args.compare] if args.compare else [])
         spread = f" ± {args.delay_spread_ms:g}" if args.delay_spread_ms > 0 else ""
-        delay = f", {args.delay_ms:g}{spread} ms each way through delay_proxy.py" if args.delay_ms > 0 else ""
+        dead = (f", every {args.dead_every}-th connection from the {args.dead_from}-th on dead" if args.dead_every > 0
+                else "")
+        delay = f", {args.delay_ms:g}{spread} ms each way through delay_proxy.py{dead}" if args.delay_ms > 0 else ""
         print(f"{args.hosts} hosts, route {args.route}{delay}, binaries {', '.join(binaries)}")
         print(f"{'C':>5} {'binary':>6} | {'peak RSS MiB':>12} {'CPU ms/host':>11} {'hosts/s':>8} | codes")
         runs = [(c, label, b) for c in [int(x) for x in args.concurrency.split(",")] for _ in range(max(1, args.repeat))
                 for label, b in zip("AB", binaries)]
         for c, label, binary in runs:
             shutil.rmtree(f"{work}/store", ignore_errors=True)
+            target = port
+            if args.delay_ms > 0:
+                # A proxy of its own for every run: the same delays drawn in the same order, and
+                # the connections counted from the first (--dead-every, --dead-from).
+                if proxy:
+                    stop(proxy)
+                proxy, target = start_delay_proxy(port, args.delay_ms, args.delay_spread_ms, args.dead_every, args.dead_from)
             cmd = shlex.split(args.wrap) + [binary, "--domains", domains, "--app-id", APP, "--cacert", f"{work}/ca.pem",
                    "--connect-to", f"::127.0.0.1:{target}", "--allow-private", "--concurrency", str(c), "--retry-delays", "",
                    "--quiet", "--json", "--route", args.route, "--cdn-base", "https://cdn.bench.test/a/v1/"] + args.extra
@@ -133,8 +151,7 @@ http {{
             sys.stdout.flush()
     finally:
         if proxy:
-            proxy.terminate()
-            proxy.wait(5)
+            stop(proxy)
         if server:
             server.terminate()
             server.wait(5)
