@@ -341,7 +341,13 @@ final class MultiLoop {
         }
         transfer.cleanup()
         if transfers.removeValue(forKey: transfer.id) != nil {
-            pacer.finished()
+            // The time of a transfer that failed (a timeout, a refused connection) tells nothing
+            // of the pace of the others.
+            if case .success(let response) = result {
+                pacer.finished(taking: UInt64(min(max(0, response.timings.total), 1e6) * 1e9))
+            } else {
+                pacer.finished(taking: nil)
+            }
             releaseSlot()
         }
         let completion = transfer.completion

@@ -24,16 +24,19 @@
 /// An idle thread is not always a sign that more transfers would help: when the other side is the
 /// bottleneck (one server for every host, or a server short of CPU, as on loopback), the loop waits
 /// on it however many transfers it runs, and each one more only waits longer. So the pacer also
-/// checks that growing paid: every ``epochWindows`` windows it compares the transfers run on
-/// average and the transfers finished per second with those of the latest epoch far enough back
-/// for the transfers started since to have finished at that epoch's pace (one and a half times
-/// the time its transfers took, by Little's law: running ÷ finished per second; the current
-/// epoch's own time would grow with a queue at the bottleneck and push the comparison away). When
-/// running grew by a quarter or more and the rate rose by less than a quarter of that, the target
-/// goes back to what ran then and may not pass it for ``capHold`` (doubling while growing keeps
-/// failing to pay), after which it probes again. A crawl through network latency passes this test
-/// as it ramps up (more in flight, more finished), so it ramps up as before; slow hosts (timeouts)
-/// do not fail it either, since the others' completions still rise with the target.
+/// checks that growing paid. By Little's law the transfers finished per second are the transfers
+/// running over the time each takes; the pacer measures that time as the median of the transfers
+/// that succeeded in an epoch (``epochWindows`` windows). A failed transfer does not count: a host
+/// that never answers holds its slot until its timeout, and a crawl with such hosts (a share of
+/// any real one) would otherwise read as a slower pace, and its rate as one that did not follow the
+/// transfers running. Every epoch the pacer compares the transfers run on average and that time
+/// with the latest epoch far enough back for the transfers started since to have finished at that
+/// epoch's pace (one and a half times its time). When running grew by a quarter or more and the
+/// rate it implies rose by less than a quarter of that (each transfer took about as much longer as
+/// more ran), the target goes back to what ran then and may not pass it for ``capHold`` (doubling
+/// while growing keeps failing to pay), after which it probes again. A crawl through network
+/// latency passes this test as it ramps up, hosts that time out included, since the others' time
+/// does not change with the target.
 struct StartPacer {
     /// The fewest transfers a loop may always run (or the slot limit, when lower).
     static let floor = 8
@@ -52,8 +55,10 @@ struct StartPacer {
     static let epochWindows = 5
     /// Epochs kept for the rate check (how far back it can compare).
     static let epochsKept = 16
-    /// Completions an epoch needs for its rate to count in the check.
+    /// Transfers that succeeded an epoch needs for its time to count in the check.
     static let minimumCompletions = 24
+    /// The most transfer times an epoch keeps (a bound on memory; far more than finish in it).
+    static let timesKept = 4096
     /// How long the target may not pass a cap set because growing did not pay (doubled while
     /// growing keeps failing, at most ``maximumCapHold``), in nanoseconds.
     static let capHold: UInt64 = 2_000_000_000
@@ -72,15 +77,16 @@ struct StartPacer {
     private var wantedAtStart: UInt64?
     /// Whether the target held back a start during this window (so growing it would start more).
     private var bound = false
-    /// Transfers finished this epoch, transfers running summed over its windows, its windows and
-    /// its length.
-    private var epochCompletions = 0
+    /// How long the transfers that succeeded this epoch took (nanoseconds), transfers running
+    /// summed over its windows, its windows and its start.
+    private var epochTimes: [UInt64] = []
     private var epochRunning = 0
     private var epochWindowCount = 0
     private var epochStart: UInt64
-    /// The last epochs, oldest first: transfers run on average, finished per second, and how many
-    /// finished.
-    private var epochs: [(running: Double, rate: Double, completions: Int)] = []
+    /// The last epochs, oldest first: transfers run on average, the median time in seconds of those
+    /// that succeeded, and how many succeeded.
+    private var epochs: [Epoch] = []
+    private typealias Epoch = (running: Double, time: Double, completions: Int)
     /// The most the target may be while growing has not paid, until ``capUntil``.
     private(set) var cap: Int?
     private var capUntil: UInt64 = 0
@@ -98,9 +104,10 @@ struct StartPacer {
         wantedAtStart = wanted
     }
 
-    /// A transfer the loop ran finished.
-    mutating func finished() {
-        epochCompletions += 1
+    /// A transfer the loop ran finished: it succeeded after `nanoseconds`, or it failed (`nil`).
+    mutating func finished(taking nanoseconds: UInt64?) {
+        guard let nanoseconds, epochTimes.count < Self.timesKept else { return }
+        epochTimes.append(nanoseconds)
     }
 
     /// Whether the loop, running `running` transfers, may start one more.
@@ -160,39 +167,46 @@ struct StartPacer {
         }
     }
 
-    /// Ends a rate epoch: records it and, when the target grew without the rate following, caps it.
+    /// Ends an epoch: records it and, when the target grew without the rate following, caps it.
     private mutating func closeEpoch(now: UInt64) {
         defer {
-            epochCompletions = 0
+            epochTimes.removeAll(keepingCapacity: true)
             epochRunning = 0
             epochWindowCount = 0
             epochStart = now
         }
         guard now > epochStart, epochWindowCount > 0 else { return }
-        let seconds = Double(now - epochStart) / 1e9
-        let current = (running: Double(epochRunning) / Double(epochWindowCount), rate: Double(epochCompletions) / seconds,
-                       completions: epochCompletions)
+        var median = 0.0
+        if !epochTimes.isEmpty {
+            epochTimes.sort()
+            median = Double(epochTimes[epochTimes.count / 2]) / 1e9
+        }
+        let current: Epoch = (running: Double(epochRunning) / Double(epochWindowCount), time: median,
+                              completions: epochTimes.count)
         epochs.append(current)
         if epochs.count > Self.epochsKept {
             epochs.removeFirst(epochs.count - Self.epochsKept)
         }
-        guard current.completions >= Self.minimumCompletions, current.rate > 0 else { return }
+        // While a cap holds, the transfers started before it finish and running falls to it:
+        // nothing grew, so nothing is judged (and the hold is not extended).
+        guard cap == nil, current.completions >= Self.minimumCompletions, current.time > 0 else { return }
         // The latest epoch long enough ago for the transfers started since to have finished at its
-        // pace (one and a half times its transfers' time, by Little's law), at least two epochs.
+        // pace (one and a half times its transfers' time), at least two epochs.
         let epochSeconds = Double(Self.window) * Double(Self.epochWindows) / 1e9
-        var earlier: (running: Double, rate: Double, completions: Int)?
+        var earlier: Epoch?
         for back in stride(from: 2, to: epochs.count, by: 1) {
             let then = epochs[epochs.count - 1 - back]
-            guard then.completions >= Self.minimumCompletions, then.running > 0, then.rate > 0 else { continue }
-            if Double(back) * epochSeconds >= 1.5 * then.running / then.rate {
+            guard then.completions >= Self.minimumCompletions, then.running > 0, then.time > 0 else { continue }
+            if Double(back) * epochSeconds >= 1.5 * then.time {
                 earlier = then
                 break
             }
         }
         guard let then = earlier else { return }
         let grown = current.running / then.running
-        let gained = current.rate / then.rate
         guard grown >= 1.25 else { return }
+        // Little's law: finished per second = running ÷ time.
+        let gained = grown * then.time / current.time
         if gained - 1 < 0.25 * (grown - 1) {
             let limit = min(ceiling, max(min(Self.floor, ceiling), Int(then.running.rounded(.up))))
             cap = limit

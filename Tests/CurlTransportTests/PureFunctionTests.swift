@@ -229,61 +229,109 @@ struct StartPacerTests {
         #expect(large >= 512 && pacer.target == large + large / 32)
     }
 
-    /// Runs `windows` windows of 20 ms of a thread idle 80 % of the time, with the target binding
-    /// and the loop running its target; `finishedPerWindow` gives the transfers that finish in a
-    /// window from the transfers running. Returns the most the target reached.
-    @discardableResult
-    static func crawl(_ pacer: inout StartPacer, windows: Int, from now: inout UInt64, wanted: inout UInt64,
-                      finishedPerWindow: (Int) -> Int) -> Int {
-        var highest = pacer.target
-        for _ in 0..<windows {
-            let running = pacer.target
-            _ = pacer.mayStart(running: running)
-            for _ in 0..<finishedPerWindow(running) { pacer.finished() }
-            now += 20 * ms
-            wanted += 4 * ms
-            pacer.tick(now: now, wanted: wanted, running: running)
-            highest = max(highest, pacer.target)
+    /// A loop's crawl, window by window (20 ms, the thread busy `busy` of the time): the loop starts
+    /// transfers while the pacer lets it; a transfer takes `time(running)` from its start, given
+    /// the transfers running then, and succeeds, except the hosts `dead` names (by their place in
+    /// the list, from 1), which never answer and fail after 5 s (a timeout).
+    struct Crawl {
+        var pacer: StartPacer
+        var now: UInt64 = 0
+        var wanted: UInt64 = 0
+        var ends: [(at: UInt64, took: UInt64?)] = []
+        var started = 0
+        /// Whether the target was ever capped.
+        var capped = false
+
+        init(ceiling: Int) {
+            pacer = StartPacer(ceiling: ceiling, now: 0, wanted: 0)
         }
-        return highest
+
+        /// Runs `windows` windows; returns the most the target reached.
+        @discardableResult
+        mutating func run(windows: Int, busy: Double = 0.2, dead: (Int) -> Bool = { _ in false },
+                          time: (Int) -> UInt64) -> Int {
+            var highest = pacer.target
+            for _ in 0..<windows {
+                let now = self.now
+                for end in ends where end.at <= now {
+                    pacer.finished(taking: end.took)
+                }
+                ends.removeAll { $0.at <= now }
+                while pacer.mayStart(running: ends.count) {
+                    started += 1
+                    if dead(started) {
+                        ends.append((at: now + 5_000 * ms, took: nil))
+                    } else {
+                        let took = time(ends.count)
+                        ends.append((at: now + took, took: took))
+                    }
+                }
+                self.now += 20 * ms
+                wanted += UInt64(busy * Double(20 * ms))
+                pacer.tick(now: self.now, wanted: wanted, running: ends.count)
+                highest = max(highest, pacer.target)
+                capped = capped || pacer.cap != nil
+            }
+            return highest
+        }
     }
 
     @Test func growingThatFinishesNoMoreTransfersIsCappedAtWhatRanBeforeThenProbedAgain() {
-        var now: UInt64 = 0
-        var wanted: UInt64 = 0
-        var pacer = StartPacer(ceiling: 1024, now: now, wanted: wanted)
-        // The other side finishes 10 transfers per 20 ms however many run (a server that is the
-        // bottleneck), while the idle thread makes the target grow.
-        let highest = Self.crawl(&pacer, windows: 30, from: &now, wanted: &wanted) { _ in 10 }
-        guard let cap = pacer.cap else {
-            Issue.record("growing that paid nothing was not capped (target \(pacer.target))")
+        var crawl = Crawl(ceiling: 1024)
+        // The other side finishes 500 transfers a second however many run (a server that is the
+        // bottleneck): by Little's law each takes 2 ms per transfer running, while the idle thread
+        // makes the target grow.
+        let server: (Int) -> UInt64 = { UInt64(max(1, $0)) * 2 * StartPacerTests.ms }
+        let highest = crawl.run(windows: 30, time: server)
+        guard let cap = crawl.pacer.cap else {
+            Issue.record("growing that paid nothing was not capped (target \(crawl.pacer.target))")
             return
         }
-        #expect(pacer.target == cap && cap < highest && highest < 1024)
+        #expect(crawl.pacer.target == cap && cap < highest && highest < 1024)
         // Held for two seconds (100 windows) however idle the thread is.
-        Self.crawl(&pacer, windows: 60, from: &now, wanted: &wanted) { _ in 10 }
-        #expect(pacer.cap == cap && pacer.target == cap)
+        crawl.run(windows: 60, time: server)
+        #expect(crawl.pacer.cap == cap && crawl.pacer.target == cap)
         // Then lifted: the target grows past it, until the check caps it again, this time for
         // four seconds.
-        let probed = Self.crawl(&pacer, windows: 60, from: &now, wanted: &wanted) { _ in 10 }
+        let probed = crawl.run(windows: 60, time: server)
         #expect(probed > cap)
-        guard let second = pacer.cap else {
-            Issue.record("the probe after the hold was not capped (target \(pacer.target))")
+        guard let second = crawl.pacer.cap else {
+            Issue.record("the probe after the hold was not capped (target \(crawl.pacer.target))")
             return
         }
-        Self.crawl(&pacer, windows: 150, from: &now, wanted: &wanted) { _ in 10 }
-        #expect(pacer.cap == second && pacer.target == second)
+        crawl.run(windows: 150, time: server)
+        #expect(crawl.pacer.cap == second && crawl.pacer.target == second)
     }
 
     @Test func growingThatFinishesMoreTransfersIsNotCapped() {
-        var now: UInt64 = 0
-        var wanted: UInt64 = 0
-        var pacer = StartPacer(ceiling: 1024, now: now, wanted: wanted)
-        // Network latency: a transfer takes 200 ms whatever runs, so a tenth of those running
-        // finish in each window, and running more finishes more.
-        Self.crawl(&pacer, windows: 60, from: &now, wanted: &wanted) { $0 / 10 }
-        #expect(pacer.cap == nil)
-        #expect(pacer.target == 1024)
+        // Network latency: a transfer takes 200 ms however many run, so running more finishes more.
+        var crawl = Crawl(ceiling: 1024)
+        crawl.run(windows: 60) { _ in 200 * StartPacerTests.ms }
+        let (capped, target) = (crawl.capped, crawl.pacer.target)
+        #expect(!capped)
+        #expect(target == 1024)
+    }
+
+    @Test func hostsThatTimeOutDoNotReadAsGrowingThatDidNotPay() {
+        // Network latency as above, with hosts that never answer and fail after 5 s: one in ten,
+        // one in two, two in three, a block of 1,000 in a row (one provider's parked domains), or
+        // every other one from the 200th (reached while the target grows). They pile up among the
+        // transfers running while the others finish at the same pace. The thread is busy 80 % of
+        // the time, so the target grows by a 32nd per window and the check sees it grow.
+        let lists: [(String, (Int) -> Bool)] = [
+            ("one in ten", { $0 % 10 == 0 }),
+            ("one in two", { $0 % 2 == 0 }),
+            ("two in three", { $0 % 3 != 0 }),
+            ("hosts 200 to 1,199", { (200..<1_200).contains($0) }),
+            ("every other host from the 200th", { $0 >= 200 && $0 % 2 == 0 }),
+        ]
+        for (name, dead) in lists {
+            var crawl = Crawl(ceiling: 1024)
+            crawl.run(windows: 500, busy: 0.8, dead: dead) { _ in 200 * StartPacerTests.ms }
+            let (capped, target) = (crawl.capped, crawl.pacer.target)
+            #expect(!capped, "\(name) dead")
+            #expect(target == 1024, "\(name) dead")
+        }
     }
 
     @Test func aTargetThatHeldNothingBackDoesNotGrow() {
