@@ -172,7 +172,8 @@ def start_delay_proxy(upstream, delay_ms, spread_ms=0, dead_every=0, dead_from=1
     connection from the `dead_from`-th on dead, when given); returns (process, port)."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py"),
-                             str(port), str(upstream), str(delay_ms), str(spread_ms), str(dead_every), str(dead_from)], stdout=subprocess.PIPE, text=True)
+                             str(port), str(upstream), str(delay_ms), str(spread_ms), str(dead_every), str(dead_from)],
+                            stdout=subprocess.PIPE, text=True)
     if proc.stdout.readline().strip() != "ready":
         proc.kill()
         sys.exit("delay_proxy.py did not start")

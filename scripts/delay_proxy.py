@@ -11,9 +11,8 @@ delay. With SPREAD_MS each connection gets its own delay, drawn uniformly from D
 events of concurrent connections then arrive spread out instead of together. With DEAD_EVERY K,
 every K-th connection it accepts (from the DEAD_FROM-th on, 1 by default) is dead: it is never
 forwarded and nothing comes back, as from a host that accepts connections and never answers, until
-the client gives up. No flow control: meant
-for small bodies, as in the benchmarks. It runs until it is terminated. Used by bench_crawl.py and
-bench_memory.py --delay-ms.
+the client gives up. No flow control: meant for small bodies, as in the benchmarks. It runs until
+it is terminated. Used by bench_crawl.py and bench_memory.py --delay-ms.
 """
 import asyncio
 import random
