@@ -56,7 +56,7 @@ struct StartPacer {
     /// Epochs kept for the rate check (how far back it can compare).
     static let epochsKept = 16
     /// Transfers that succeeded an epoch needs for its time to count in the check.
-    static let minimumCompletions = 24
+    static let minimumSuccesses = 24
     /// The most transfer times an epoch keeps (a bound on memory; far more than finish in it).
     static let timesKept = 4096
     /// How long the target may not pass a cap set because growing did not pay (doubled while
@@ -86,7 +86,7 @@ struct StartPacer {
     /// The last epochs, oldest first: transfers run on average, the median time in seconds of those
     /// that succeeded, and how many succeeded.
     private var epochs: [Epoch] = []
-    private typealias Epoch = (running: Double, time: Double, completions: Int)
+    private typealias Epoch = (running: Double, time: Double, successes: Int)
     /// The most the target may be while growing has not paid, until ``capUntil``.
     private(set) var cap: Int?
     private var capUntil: UInt64 = 0
@@ -182,21 +182,21 @@ struct StartPacer {
             median = Double(epochTimes[epochTimes.count / 2]) / 1e9
         }
         let current: Epoch = (running: Double(epochRunning) / Double(epochWindowCount), time: median,
-                              completions: epochTimes.count)
+                              successes: epochTimes.count)
         epochs.append(current)
         if epochs.count > Self.epochsKept {
             epochs.removeFirst(epochs.count - Self.epochsKept)
         }
         // While a cap holds, the transfers started before it finish and running falls to it:
         // nothing grew, so nothing is judged (and the hold is not extended).
-        guard cap == nil, current.completions >= Self.minimumCompletions, current.time > 0 else { return }
+        guard cap == nil, current.successes >= Self.minimumSuccesses, current.time > 0 else { return }
         // The latest epoch long enough ago for the transfers started since to have finished at its
         // pace (one and a half times its transfers' time), at least two epochs.
         let epochSeconds = Double(Self.window) * Double(Self.epochWindows) / 1e9
         var earlier: Epoch?
         for back in stride(from: 2, to: epochs.count, by: 1) {
             let then = epochs[epochs.count - 1 - back]
-            guard then.completions >= Self.minimumCompletions, then.running > 0, then.time > 0 else { continue }
+            guard then.successes >= Self.minimumSuccesses, then.running > 0, then.time > 0 else { continue }
             if Double(back) * epochSeconds >= 1.5 * then.time {
                 earlier = then
                 break
