@@ -137,17 +137,23 @@ final class SharedCaches: @unchecked Sendable {
 
 /// What the loops of one ``CurlClient`` share: their mailboxes (so that one loop can wake
 /// another), the download slots and the caches.
-final class LoopGroup: Sendable {
+package final class LoopGroup: Sendable {
     let mailboxes: [Mailbox]
     let slots: SlotPool
     let caches: SharedCaches
     private let running: Atomic<Int>
 
-    init(loops: Int, maxConnections: Int) {
+    package init(loops: Int, maxConnections: Int) {
         mailboxes = (0..<loops).map { _ in Mailbox() }
         slots = SlotPool(limit: maxConnections, loops: loops)
         caches = SharedCaches()
         running = Atomic(loops)
+    }
+
+    /// Closes loop `index` as one that could not start, failing with `failure` (for tests of the
+    /// routing around it; a loop does this itself when its epoll set or multi handle cannot be made).
+    package func markFailedToStart(loop index: Int, with failure: TransferFailure) {
+        _ = mailboxes[index].close(startupFailure: failure)
     }
 
     /// Called by each loop once it has freed its multi handle; the last one frees the share handle.
@@ -165,17 +171,22 @@ final class LoopGroup: Sendable {
     }
 
     /// The loop for a new transfer: the one for its affinity key when it has one, else the one
-    /// with the fewest transfers waiting or running.
-    func loop(forAffinity key: String?) -> Int {
+    /// with the fewest transfers waiting or running. A loop that could not start (out of
+    /// descriptors, say) gets nothing while another one runs: a keyed transfer goes to the next
+    /// loop that did, the same one for the key every time. With none running, the transfer goes
+    /// where it would have and fails with that loop's startup failure.
+    package func loop(forAffinity key: String?) -> Int {
         let count = mailboxes.count
         guard count > 1 else { return 0 }
         if let key {
-            return Self.loopIndex(forKey: key, loops: count)
+            let home = Self.loopIndex(forKey: key, loops: count)
+            guard mailboxes[home].failedToStart else { return home }
+            return (1..<count).lazy.map { (home + $0) % count }.first { !self.mailboxes[$0].failedToStart } ?? home
         }
         var best = 0
         var bestLoad = Int.max
         for (index, mailbox) in mailboxes.enumerated() {
-            let load = mailbox.load
+            guard let load = mailbox.load else { continue }
             if load < bestLoad {
                 best = index
                 bestLoad = load
@@ -187,7 +198,7 @@ final class LoopGroup: Sendable {
 
     /// The loop of an affinity key: FNV-1a of its bytes modulo the number of loops, so the same
     /// key always reaches the same loop (and its connection cache) for the client's lifetime.
-    static func loopIndex(forKey key: String, loops: Int) -> Int {
+    package static func loopIndex(forKey key: String, loops: Int) -> Int {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in key.utf8 {
             hash ^= UInt64(byte)

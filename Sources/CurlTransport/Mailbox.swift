@@ -34,7 +34,8 @@ final class Mailbox: Sendable {
         var lifecycle = Lifecycle.running
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
         var waker: LoopWaker?
-        var startupFailure: String?
+        /// Why the loop could not start: every transfer given to it fails with this.
+        var startupFailure: TransferFailure?
         var threadExited = false
         /// Transfers handed to curl by this loop so far (for tests of the spread over loops).
         var started = 0
@@ -57,8 +58,8 @@ final class Mailbox: Sendable {
     func reserve() -> Result<UInt64, TransferFailure> {
         state.withLock { state in
             guard state.lifecycle == .running else {
-                if let message = state.startupFailure {
-                    return .failure(TransferFailure(kind: .invalidRequest, message: message))
+                if let failure = state.startupFailure {
+                    return .failure(failure)
                 }
                 return .failure(Self.shutDownFailure)
             }
@@ -69,9 +70,16 @@ final class Mailbox: Sendable {
         }
     }
 
-    /// Transfers reserved and not yet finished (waiting anywhere or running): the loop's load.
-    var load: Int {
-        state.withLock { $0.phases.count }
+    /// Whether the loop could not start (``close(startupFailure:)`` with a failure): a client
+    /// with other loops sends it nothing more.
+    var failedToStart: Bool {
+        state.withLock { $0.startupFailure != nil }
+    }
+
+    /// Transfers reserved and not yet finished (waiting anywhere or running): the loop's load;
+    /// `nil` when the loop could not start.
+    var load: Int? {
+        state.withLock { $0.startupFailure == nil ? $0.phases.count : nil }
     }
 
     /// Transfers this loop has handed to curl so far.
@@ -209,7 +217,7 @@ final class Mailbox: Sendable {
 
     /// Marks the client stopped, withdraws the wake-up descriptor and returns what is left to fail
     /// and the shutdown waiters to resume.
-    func close(startupFailure: String? = nil) -> (
+    func close(startupFailure: TransferFailure? = nil) -> (
         commands: [LoopCommand], waiters: [CheckedContinuation<Void, Never>]
     ) {
         state.withLock { state in

@@ -81,12 +81,13 @@ final class MultiLoop {
     static func run(index: Int, group: LoopGroup, maxConnections: Int, maxConnectionsPerHost: Int) {
         let mailbox = group.mailboxes[index]
         guard CurlGlobal.isInitialized else {
-            failEverything(mailbox, reason: "libcurl could not be initialised (curl_global_init returned \(CurlGlobal.initResult))")
+            failEverything(mailbox, failure: startupFailure("libcurl could not be initialised (curl_global_init returned \(CurlGlobal.initResult))"))
             group.loopExited()
             return
         }
         guard let multi = curl_multi_init() else {
-            failEverything(mailbox, reason: "libcurl could not create a multi handle")
+            // libcurl makes its wake-up socket pair here, so a want of descriptors can fail it.
+            failEverything(mailbox, failure: startupFailure("libcurl could not create a multi handle"))
             group.loopExited()
             return
         }
@@ -100,9 +101,13 @@ final class MultiLoop {
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, maxConnectionsPerHost))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, ccurl_pipe_multiplex)
         guard let events = ccurl_events_create(multi) else {
-            let reason = "the curl loop could not create its epoll set: \(String(cString: strerror(errno)))"
+            // Judged by the error itself: once the multi handle's descriptors are closed below, a
+            // probe would find room again.
+            let error = errno
+            let reason = "the curl loop could not create its epoll set: \(String(cString: strerror(error)))"
             _ = curl_multi_cleanup(multi)
-            failEverything(mailbox, reason: reason)
+            let kind: TransferFailureKind = error == EMFILE || error == ENFILE ? .descriptorsExhausted : .invalidRequest
+            failEverything(mailbox, failure: TransferFailure(kind: kind, message: reason))
             group.loopExited()
             return
         }
@@ -113,9 +118,16 @@ final class MultiLoop {
         loop.tearDown()
     }
 
-    private static func failEverything(_ mailbox: Mailbox, reason: String) {
-        let (commands, waiters) = mailbox.close(startupFailure: reason)
-        let failure = TransferFailure(kind: Transfer.descriptorsExhausted() ? .descriptorsExhausted : .invalidRequest, message: reason)
+    /// A loop that cannot start: `descriptors-exhausted` when this process is out of descriptors
+    /// now (a run error: the hosts are not to blame), else `invalid-request`.
+    private static func startupFailure(_ reason: String) -> TransferFailure {
+        TransferFailure(kind: Transfer.descriptorsExhausted() ? .descriptorsExhausted : .invalidRequest, message: reason)
+    }
+
+    /// Closes the mailbox of a loop that could not start and fails what was given to it; the
+    /// transfers given to it later fail with `failure` too (``Mailbox/reserve()``).
+    private static func failEverything(_ mailbox: Mailbox, failure: TransferFailure) {
+        let (commands, waiters) = mailbox.close(startupFailure: failure)
         for case .start(_, _, let completion) in commands {
             completion(.failure(failure))
         }

@@ -420,16 +420,29 @@ final class Transfer {
             .contains(code)
     }
 
-    /// Whether this process is out of file descriptors right now: opening `/dev/null` fails with
-    /// `EMFILE` or `ENFILE`.
+    /// Whether this process is out of file descriptors, or so close to its limit that a failure
+    /// may have come from it: opening `/dev/null` fails with `EMFILE` or `ENFILE`, or descriptor
+    /// `limit - descriptorHeadroom` is in use.
+    ///
+    /// The probe runs after the failure, when what the failed step had opened (the resolver's
+    /// files and sockets, a CA file) is closed again, so one free descriptor proves nothing near
+    /// the limit. Descriptors are handed out lowest first, so one that high is taken only when
+    /// nearly all below it are.
     static func descriptorsExhausted() -> Bool {
         let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        if fd >= 0 {
-            close(fd)
-            return false
-        }
-        return errno == EMFILE || errno == ENFILE
+        guard fd >= 0 else { return errno == EMFILE || errno == ENFILE }
+        close(fd)
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max,
+              let high = Int32(exactly: Int(clamping: limit.rlim_cur) - descriptorHeadroom)
+        else { return false }
+        return high < 0 || fcntl(high, F_GETFD) != -1
     }
+
+    /// Free descriptors below which a failure that can come from a shortage counts as one: about
+    /// what a name resolution and a TLS set-up open at once (the resolver's files and socket, the
+    /// CA file, the transfer's sockets).
+    static let descriptorHeadroom = 16
 
     private func longInfo(_ info: CURLINFO) -> Int {
         guard let easy else { return 0 }

@@ -228,6 +228,45 @@ struct HostileEnvironmentTests {
         #expect(try Self.storedCodes(cache).values.allSatisfy { $0 == "ok" })
     }
 
+    /// Every open-file limit from 10 to 40 (`ulimit -n`), two loops, a store: whatever the limit
+    /// lets through is fetched, and what it stops is `descriptors-exhausted` (exit 2, not
+    /// recorded), never a failure blamed on the host. Before: below about 22 descriptors the loops
+    /// could not start and every host was recorded `invalid-request`, and at some limits the CA
+    /// file or the resolver could not be opened and every host was recorded `tls-failure` or
+    /// `dns-failure` (a probe after the failure found the descriptors free again).
+    @Test func aTightOpenFileLimitNeverBlamesTheHosts() async throws {
+        let (server, ca) = try await Self.server()
+        defer { server.stop() }
+        let work = try Self.folder("tight")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let hosts = ["t0.fault.test", "t1.fault.test", "t2.fault.test"]
+        var outcomes: Set<String> = []
+        for limit in 10...40 {
+            let cache = work.appendingPathComponent("cache\(limit)").path
+            let arguments = (hosts.flatMap { ["--domain", "applinks:\($0)"] } + ["--threads", "2", "--json", "--cache", cache] + Self.network(server, ca))
+                .map(Self.quoted).joined(separator: " ")
+            let run = try Self.shell("ulimit -n \(limit) && exec \"$AASA\" \(arguments)")
+            let object = try? JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
+            let codes = Dictionary(uniqueKeysWithValues: (object?["domains"] as? [[String: Any]] ?? []).compactMap { domain in
+                (domain["host"] as? String).map { ($0, domain["code"] as? String ?? "") }
+            })
+            #expect(codes.count == 3, "ulimit -n \(limit): \(run.standardError.prefix(600))")
+            #expect(codes.values.allSatisfy { $0 == "ok" || $0 == "descriptors-exhausted" }, "ulimit -n \(limit): \(codes)")
+            let short = codes.values.contains("descriptors-exhausted")
+            #expect(run.status == (short ? 2 : 0), "ulimit -n \(limit): \(codes) \(run.standardError.prefix(600))")
+            if short {
+                #expect(run.standardError.contains("aasa-fetch: descriptors-exhausted:"), "ulimit -n \(limit): \(run.standardError.prefix(600))")
+            }
+            let stored = try Self.storedCodes(cache)
+            for host in hosts {
+                let expected: String? = codes[host] == "ok" ? "ok" : nil
+                #expect(stored[host] == .some(expected), "ulimit -n \(limit): \(host) stored as \(String(describing: stored[host])), fetched \(codes[host] ?? "-")")
+            }
+            outcomes.insert(short ? "short" : "fetched")
+        }
+        #expect(outcomes == ["short", "fetched"], "the limits tried must cover both a shortage and a whole run")
+    }
+
     /// The open-file limit shrinks under a running fetch (`prlimit`): the hosts that could not get
     /// a socket are `descriptors-exhausted`, a run error (exit 2), and are not recorded as their
     /// failure; the hosts fetched before are recorded.

@@ -134,6 +134,49 @@ struct ClientLifecycleTests {
     }
 }
 
+/// A loop that could not start (its epoll set or multi handle failed, say for want of
+/// descriptors) takes nothing while another loop runs; before, it had no load, so the
+/// least-loaded choice sent it every transfer and each failed.
+struct LoopRoutingTests {
+    static let failure = TransferFailure(kind: .descriptorsExhausted, message: "the curl loop could not create its epoll set")
+
+    @Test func aLoopThatCouldNotStartGetsNoNewTransfer() {
+        let group = LoopGroup(loops: 3, maxConnections: 8)
+        #expect(group.loop(forAffinity: nil) == 0, "with every loop idle the first one is chosen")
+        group.markFailedToStart(loop: 0, with: Self.failure)
+        let chosen = Set((0..<50).map { _ in group.loop(forAffinity: nil) })
+        #expect(!chosen.contains(0), "\(chosen)")
+        #expect(chosen == [1])
+    }
+
+    @Test func aKeyWhoseLoopCouldNotStartMovesToTheNextRunningLoopForGood() throws {
+        let group = LoopGroup(loops: 3, maxConnections: 8)
+        let keys = (0..<64).map { "host\($0).example" }
+        let home = Dictionary(uniqueKeysWithValues: keys.map { ($0, LoopGroup.loopIndex(forKey: $0, loops: 3)) })
+        let onLoop1 = try #require(keys.first { home[$0] == 1 })
+        let onLoop2 = try #require(keys.first { home[$0] == 2 })
+        let onLoop0 = try #require(keys.first { home[$0] == 0 })
+        group.markFailedToStart(loop: 1, with: Self.failure)
+        for _ in 0..<10 {
+            #expect(group.loop(forAffinity: onLoop1) == 2, "the next loop that runs, every time")
+            #expect(group.loop(forAffinity: onLoop2) == 2)
+            #expect(group.loop(forAffinity: onLoop0) == 0)
+        }
+        group.markFailedToStart(loop: 2, with: Self.failure)
+        #expect(group.loop(forAffinity: onLoop1) == 0, "past the end, round to the first")
+        #expect(group.loop(forAffinity: onLoop2) == 0)
+    }
+
+    @Test func withNoLoopRunningATransferGoesWhereItWouldHave() {
+        let group = LoopGroup(loops: 2, maxConnections: 8)
+        group.markFailedToStart(loop: 0, with: Self.failure)
+        group.markFailedToStart(loop: 1, with: Self.failure)
+        #expect(group.loop(forAffinity: nil) == 0)
+        let key = "host.example"
+        #expect(group.loop(forAffinity: key) == LoopGroup.loopIndex(forKey: key, loops: 2))
+    }
+}
+
 /// Header names are compared with ASCII letters folded, nothing else.
 struct HeaderNameTests {
     @Test(arguments: [
