@@ -1,4 +1,5 @@
 import ArgumentParser
+import CurlTransport
 import Foundation
 
 /// The root `aasa-fetch` command. Without a subcommand it runs ``Fetch``.
@@ -29,11 +30,17 @@ public enum AASAFetchVersion {
 extension AASAFetchCommand {
     /// Prepares the process; call it first thing in `main`, before the concurrency runtime starts
     /// (its event descriptors would take the number of a closed standard stream): makes sure
-    /// descriptors 0–2 are open (``StandardStreams``) and raises the soft limit of open files
-    /// toward the hard one (``ProcessLimits``). Idempotent.
+    /// descriptors 0–2 are open (``StandardStreams``), raises the soft limit of open files
+    /// toward the hard one (``ProcessLimits``) and, under an address-space limit, makes thread
+    /// stacks and malloc arenas small (`AddressSpace.fitLimit()`), or ends the process with
+    /// `address-space-exhausted` (exit 2) when the limit leaves no room to start. Idempotent.
     public static func prepareProcess() {
         StandardStreams.reserveStandardDescriptors()
         ProcessLimits.raiseDescriptorLimit()
+        AddressSpace.fitLimit()
+        if let failure = ProcessLimits.addressSpaceShortageAtStart() {
+            exit(reporting: failure, console: console(for: Array(CommandLine.arguments.dropFirst())))
+        }
     }
 
     /// Parses the process arguments, runs the chosen command and exits with its status.

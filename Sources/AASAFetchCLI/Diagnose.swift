@@ -66,7 +66,7 @@ extension AASAFetchCommand {
                 throw CommandFailure(code: "no-entries", message: "\(input.domainsFile ?? "the input") holds no entry")
             }
             let entries = Self.walkOrder(loaded.entries, region: input.effectiveRegion)
-            let options = network.fetchOptions
+            let options = try network.fetchOptions()
             let client = CurlClient(
                 maxConnections: options.concurrency,
                 // One connection to the CDN, which HTTP/2 multiplexes (without the limit libcurl

@@ -111,7 +111,7 @@ extension AASAFetchCommand {
                     throw CommandFailure(code: error.code, message: "\(error.message) (--no-store runs without it)")
                 }
             }
-            let options = network.fetchOptions
+            let options = try network.fetchOptions()
             // With the CDN (`cdn`, `both`), one connection to it, which HTTP/2 multiplexes (without
             // the limit libcurl 7.88 opens one per transfer started before the first is up).
             let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: routing.route == .origin ? 0 : 1, threads: options.threads)

@@ -179,7 +179,7 @@ extension AASAFetchCommand {
                     }
                 }
             }
-            let options = network.fetchOptions
+            let options = try network.fetchOptions()
             var results: [HostFetchResult] = []
             if !missing.isEmpty {
                 let client = CurlClient(maxConnections: options.concurrency, threads: options.threads)

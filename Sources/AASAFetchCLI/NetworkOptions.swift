@@ -86,7 +86,9 @@ struct NetworkOptions: ParsableArguments {
     }
 
     /// The options for the fetcher.
-    var fetchOptions: FetchOptions {
+    /// - Throws: `address-space-exhausted` when an address-space limit leaves no room for one
+    ///   download (``ProcessLimits/concurrency(_:loops:console:)``).
+    func fetchOptions() throws(CommandFailure) -> FetchOptions {
         var options = FetchOptions()
         options.userAgent = userAgent
         options.connectTimeout = connectTimeout
@@ -101,7 +103,7 @@ struct NetworkOptions: ParsableArguments {
         // Loops: the download threads, plus the one-loop clients a run may add (`refresh`'s CDN
         // client and its webhook client).
         let loops = min(Self.maxThreads, threads ?? CurlClient.defaultThreads) + 2
-        options.concurrency = ProcessLimits.concurrency(concurrency, loops: loops, console: .standard)
+        options.concurrency = try ProcessLimits.concurrency(concurrency, loops: loops, console: .standard)
         options.threads = threads
         return options
     }

@@ -107,7 +107,7 @@ extension AASAFetchCommand {
             let signals = SignalStop.install(stop)
             defer { signals.forEach { $0.cancel() } }
 
-            let options = network.fetchOptions
+            let options = try network.fetchOptions()
             let fixedNow = now.flatMap(Timestamp.parse)
             let clock: @Sendable () -> Date = { fixedNow ?? Date() }
             let effectiveRegion = region?.uppercased() ?? DomainPrioritizer.region(fromEnvironment: ProcessInfo.processInfo.environment)

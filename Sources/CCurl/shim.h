@@ -66,6 +66,34 @@ static inline void ccurl_name_current_thread(const char *name) {
     (void)prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
+/*
+ * Under an address-space limit (RLIMIT_AS, `ulimit -v`), reservations count as much as memory
+ * used: every thread's stack (RLIMIT_STACK, 8 MiB by default) and every glibc malloc arena
+ * (64 MiB each, one per thread that allocates, up to 8 per core). A thread the concurrency
+ * runtime cannot create makes it retry forever, and an allocation that fails ends a Swift
+ * program. So this sets the default stack size of threads created from now on (the runtime's
+ * and the curl loops', which set none of their own) and caps the arenas. Both through dlsym:
+ * pthread_setattr_default_np needs _GNU_SOURCE, and mallopt's header is glibc's. Returns 0 when
+ * both took effect.
+ */
+static inline int ccurl_fit_address_space(size_t stack_bytes, int arenas) {
+    typedef int (*set_default_fn)(const pthread_attr_t *);
+    typedef int (*mallopt_fn)(int, int);
+    int failed = 0;
+    set_default_fn set_default = (set_default_fn)dlsym(RTLD_DEFAULT, "pthread_setattr_default_np");
+    pthread_attr_t attr;
+    if (set_default != NULL && pthread_attr_init(&attr) == 0) {
+        if (pthread_attr_setstacksize(&attr, stack_bytes) != 0 || set_default(&attr) != 0) failed = 1;
+        (void)pthread_attr_destroy(&attr);
+    } else {
+        failed = 1;
+    }
+    mallopt_fn set_option = (mallopt_fn)dlsym(RTLD_DEFAULT, "mallopt");
+    /* M_ARENA_MAX is -8 in glibc's malloc.h; mallopt returns 1 on success. */
+    if (set_option == NULL || set_option(-8, arenas) != 1) failed = 1;
+    return failed ? -1 : 0;
+}
+
 /* MARK: - Constants Swift cannot import from macros */
 
 static const long ccurl_pipe_multiplex = CURLPIPE_MULTIPLEX;

@@ -1,4 +1,5 @@
 internal import CCurl
+import Glibc
 
 /// One-time, process-wide libcurl initialisation.
 ///
@@ -12,4 +13,39 @@ enum CurlGlobal {
 
     /// Whether libcurl initialised successfully.
     static var isInitialized: Bool { initResult == 0 }
+}
+
+/// Living within an address-space limit (`RLIMIT_AS`, `ulimit -v`).
+///
+/// Under such a limit, what a process reserves counts as much as what it uses: each thread's
+/// stack (8 MiB by default) and each glibc malloc arena (64 MiB, one per thread that allocates).
+/// A run reserves about 600 MiB that way while it uses 30 to 130; near the limit, a thread the
+/// concurrency runtime cannot create makes it retry forever, and a failed allocation ends a
+/// Swift program. ``fitLimit()`` makes the reservations small before any thread starts.
+public enum AddressSpace {
+    /// Stack of each thread started after ``fitLimit()`` under a limit. The parsers bound their
+    /// nesting (property lists 64 levels, DER 32), so their recursion stays far below this.
+    public static let limitedThreadStack = 2 << 20
+
+    /// malloc arenas under a limit: the main one only. A second one reserves 64 MiB at once, which
+    /// can take what the runtime needs for its next thread.
+    public static let limitedArenas = 1
+
+    /// The soft address-space limit in bytes; `nil` when there is none.
+    public static var limit: UInt64? {
+        var value = rlimit()
+        guard getrlimit(Int32(RLIMIT_AS.rawValue), &value) == 0, value.rlim_cur != rlim_t.max else { return nil }
+        return UInt64(value.rlim_cur)
+    }
+
+    /// Under an address-space limit, gives the threads started from now on stacks of
+    /// ``limitedThreadStack`` and caps malloc at ``limitedArenas`` arenas; without one, does
+    /// nothing. Call first thing in `main`, before the concurrency runtime starts a thread.
+    /// - Returns: The limit, when there is one.
+    @discardableResult
+    public static func fitLimit() -> UInt64? {
+        guard let limit else { return nil }
+        _ = ccurl_fit_address_space(limitedThreadStack, Int32(limitedArenas))
+        return limit
+    }
 }

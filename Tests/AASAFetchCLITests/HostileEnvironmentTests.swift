@@ -334,6 +334,42 @@ struct HostileEnvironmentTests {
         #expect(object?.domain("ok.fault.test")?["code"] as? String == "ok")
     }
 
+    /// Address-space limits (`ulimit -v`) from 400 MiB down: each run either fetches every host
+    /// (with `--concurrency` lowered to what the limit allows, said on stderr) or ends at once
+    /// with `address-space-exhausted` (exit 2, the JSON error document); never a crash or a hang.
+    /// Before: a run reserved about 600 MiB (8 MiB thread stacks, 64 MiB malloc arenas), so
+    /// under a few hundred MiB an allocation failed (SIGABRT, SIGSEGV) or the concurrency
+    /// runtime retried creating a thread forever. The sweep stops where the dynamic loader itself
+    /// cannot map the libraries, which happens before the tool runs.
+    @Test func anAddressSpaceLimitIsMetOrNamedNeverACrashOrAHang() async throws {
+        let (server, ca) = try await Self.server()
+        defer { server.stop() }
+        let work = try Self.folder("addressspace")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let hosts = ["v0.fault.test", "v1.fault.test", "v2.fault.test"]
+        var outcomes: Set<String> = []
+        for mebibytes in stride(from: 400, through: 40, by: -20) {
+            let cache = work.appendingPathComponent("cache\(mebibytes)").path
+            let arguments = (hosts.flatMap { ["--domain", "applinks:\($0)"] } + ["--threads", "2", "--concurrency", "1024", "--json", "--cache", cache]
+                + Self.network(server, ca)).map(Self.quoted).joined(separator: " ")
+            let run = try Self.shell("ulimit -v \(mebibytes << 10) && exec \"$AASA\" \(arguments)", timeout: .seconds(60))
+            if run.status == 127 && run.standardError.contains("error while loading shared libraries") { break }
+            #expect(run.status == 0 || run.status == 2, "ulimit -v \(mebibytes) MiB: status \(run.status): \(run.standardError.prefix(600))")
+            let object = try? JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
+            if run.status == 2 {
+                #expect(run.standardError.contains("aasa-fetch: address-space-exhausted: the address-space limit is \(mebibytes) MiB"),
+                        "ulimit -v \(mebibytes) MiB: \(run.standardError.prefix(600))")
+                #expect((object?["error"] as? [String: Any])?["code"] as? String == "address-space-exhausted")
+                outcomes.insert("exhausted")
+            } else if run.status == 0 {
+                let codes = (object?["domains"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
+                #expect(codes == ["ok", "ok", "ok"], "ulimit -v \(mebibytes) MiB: \(codes)")
+                outcomes.insert("fetched")
+            }
+        }
+        #expect(outcomes == ["exhausted", "fetched"], "the limits tried must cover both a run within the limit and one refused")
+    }
+
     // MARK: - Read-only store
 
     /// `show` and `export` only read: they work on a store in a read-only folder (a read-only bind

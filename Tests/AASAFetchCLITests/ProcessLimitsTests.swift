@@ -23,4 +23,19 @@ struct ProcessLimitsTests {
     @Test func atLeastOneDownloadIsAllowed() {
         #expect(ProcessLimits.fittingConcurrency(limit: 16, open: 10, loops: 64) == 1)
     }
+
+    /// Under an address-space limit, the downloads get what is left after what is mapped, the
+    /// reserve and a stack per loop, at 128 KiB each; with no room for one the answer is 0 or
+    /// less, which ends the run as `address-space-exhausted` instead of a failed allocation.
+    @Test(arguments: [1, 2, 4, 16])
+    func theAddressSpaceLeavesRoomForEveryLoopAndTheReserve(loops: Int) {
+        let mebibyte = 1 << 20
+        let limit = 200 * mebibyte, used = 100 * mebibyte
+        let fitting = ProcessLimits.fittingConcurrency(addressLimit: limit, used: used, loops: loops)
+        let taken = used + ProcessLimits.reservedAddressSpace + loops * (2 * mebibyte) + fitting * (128 << 10)
+        #expect(taken <= limit, "\(loops) loops, \(fitting) downloads")
+        #expect(limit - taken < 128 << 10, "one more download would fit")
+        #expect(fitting == (100 - 16 - 2 * loops) * 8)
+        #expect(ProcessLimits.fittingConcurrency(addressLimit: limit, used: 190 * mebibyte, loops: loops) < 1)
+    }
 }
