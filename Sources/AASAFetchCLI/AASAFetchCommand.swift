@@ -38,10 +38,14 @@ extension AASAFetchCommand {
         StandardStreams.reserveStandardDescriptors()
         ProcessLimits.raiseDescriptorLimit()
         AddressSpace.fitLimit()
-        if let failure = ProcessLimits.addressSpaceShortageAtStart() {
+        if let failure = addressSpaceShortage {
             exit(reporting: failure, console: console(for: Array(CommandLine.arguments.dropFirst())))
         }
     }
+
+    /// Judged once, at the first ``prepareProcess()``: later, the runtime's own threads are mapped
+    /// too, and would be counted twice.
+    private static let addressSpaceShortage = ProcessLimits.addressSpaceShortageAtStart()
 
     /// Parses the process arguments, runs the chosen command and exits with its status.
     ///

@@ -6,10 +6,11 @@
  *
  * curl_easy_setopt, curl_easy_getinfo, curl_multi_setopt and curl_share_setopt are variadic
  * (and macro-wrapped), so Swift cannot call them. Each function below forwards one argument
- * kind; the logic stays in Swift (CurlTransport). The exception is the plumbing of curl's socket
+ * kind; the logic stays in Swift (CurlTransport). The exceptions are the plumbing of curl's socket
  * interface (ccurl_events_*): the callbacks that keep an epoll set and curl's timer run for every
- * socket change, and epoll's packed struct epoll_event has no Swift layout. Every function is
- * static (inline): this module is header-only.
+ * socket change, and epoll's packed struct epoll_event has no Swift layout; and the threads' and
+ * malloc's settings under an address-space limit (ccurl_fit_address_space), which Swift's Glibc
+ * module does not declare. Every function is static (inline): this module is header-only.
  */
 
 #include <curl/curl.h>
