@@ -370,6 +370,30 @@ struct HostileEnvironmentTests {
         #expect(outcomes == ["exhausted", "fetched"], "the limits tried must cover both a run within the limit and one refused")
     }
 
+    /// A file-size limit (`prlimit --fsize`, `ulimit -f`) the store cannot grow past is
+    /// `store-full` naming the limit (exit 2), at whatever size the store stops (before:
+    /// `store-unreadable: … disk I/O error`, SQLite's error for EFBIG, which points at the file).
+    @Test(.enabled(if: ChildProcess.find("prlimit") != nil))
+    func aFileSizeLimitIsStoreFullAndNamed() async throws {
+        let (server, ca) = try await Self.server()
+        defer { server.stop() }
+        let work = try Self.folder("fsize")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let prlimit = try #require(ChildProcess.find("prlimit"))
+        for bytes in [4096, 65536] {
+            let cache = work.appendingPathComponent("cache\(bytes)").path
+            let arguments = ([prlimit, "--fsize=\(bytes)", "--", "$AASA"] + ["--domain", "applinks:f0.fault.test", "--json", "--cache", cache]
+                + Self.network(server, ca)).map { $0 == "$AASA" ? "\"$AASA\"" : Self.quoted($0) }.joined(separator: " ")
+            let run = try Self.shell("exec \(arguments)")
+            #expect(run.status == 2, "--fsize=\(bytes): \(run.standardError.prefix(600))")
+            #expect(run.standardError.contains("aasa-fetch: store-full:")
+                    && run.standardError.contains("a write passed the file-size limit of \(bytes) bytes (ulimit -f)"),
+                    "--fsize=\(bytes): \(run.standardError.prefix(600))")
+            let object = try? JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
+            #expect((object?["error"] as? [String: Any])?["code"] as? String == "store-full")
+        }
+    }
+
     // MARK: - Read-only store
 
     /// `show` and `export` only read: they work on a store in a read-only folder (a read-only bind

@@ -664,12 +664,31 @@ public struct SQLiteAssociationStore: AssociationStore {
         }
     }
 
+    /// The file-size limit (`RLIMIT_FSIZE`, `ulimit -f`) in bytes when the store's database, WAL
+    /// or journal has grown to within a page (64 KiB) of it; `nil` when there is no limit or no
+    /// file is near it.
+    static func fileSizeLimitReached(path: String) -> UInt64? {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }
+        let cap = UInt64(limit.rlim_cur)
+        for file in [path, path + "-wal", path + "-journal"] {
+            guard let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? UInt64 else { continue }
+            if size + (64 << 10) >= cap { return cap }
+        }
+        return nil
+    }
+
     static func storeError(_ error: any Error, path: String) -> StoreError {
         if let error = error as? StoreError { return error }
         guard let error = error as? DatabaseError else {
             return StoreError(code: "store-error", message: "\(path): \(error)")
         }
         let detail = error.message ?? "\(error)"
+        // A write past `ulimit -f` fails with EFBIG (SQLite's I/O error) or comes up short
+        // (SQLite's "full"): the limit, not the disk or the file, is what to change.
+        if error.resultCode == .SQLITE_IOERR || error.resultCode == .SQLITE_FULL, let limit = fileSizeLimitReached(path: path) {
+            return StoreError(code: "store-full", message: "\(path): a write passed the file-size limit of \(limit) bytes (ulimit -f)")
+        }
         switch error.resultCode {
         case .SQLITE_NOTADB, .SQLITE_CORRUPT, .SQLITE_FORMAT:
             return StoreError(code: "store-corrupt", message: "\(path) is not a usable aasa-fetch store (\(detail)); move it away or pass --cache DIR")
