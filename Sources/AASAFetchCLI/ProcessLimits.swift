@@ -108,8 +108,10 @@ enum ProcessLimits {
         }
         if let limit = AddressSpace.limit.map({ Int(clamping: $0) }), let used = addressSpaceInUse {
             let fitting = fittingConcurrency(addressLimit: limit, used: used, loops: loops)
-            let needed = used + reservedAddressSpace + max(1, loops) * AddressSpace.limitedThreadStack + addressSpacePerDownload
-            guard fitting >= 1 else { throw addressSpaceExhausted(limit: limit, used: used, needed: needed) }
+            guard fitting >= 1 else {
+                let needed = used + reservedAddressSpace + max(1, loops) * AddressSpace.limitedThreadStack + addressSpacePerDownload
+                throw addressSpaceExhausted(limit: limit, used: used, needed: needed)
+            }
             if fitting < result {
                 result = fitting
                 reason = "the address-space limit is \(limit >> 20) MiB (ulimit -v) and each download may take \(addressSpacePerDownload >> 10) KiB of it; raise the limit to run more at once"

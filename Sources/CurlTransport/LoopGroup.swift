@@ -180,8 +180,8 @@ package final class LoopGroup: Sendable {
         guard count > 1 else { return 0 }
         if let key {
             let home = Self.loopIndex(forKey: key, loops: count)
-            guard mailboxes[home].failedToStart else { return home }
-            return (1..<count).lazy.map { (home + $0) % count }.first { !self.mailboxes[$0].failedToStart } ?? home
+            guard mailboxes[home].load == nil else { return home }
+            return (1..<count).lazy.map { (home + $0) % count }.first { self.mailboxes[$0].load != nil } ?? home
         }
         var best = 0
         var bestLoad = Int.max

@@ -70,14 +70,9 @@ final class Mailbox: Sendable {
         }
     }
 
-    /// Whether the loop could not start (``close(startupFailure:)`` with a failure): a client
-    /// with other loops sends it nothing more.
-    var failedToStart: Bool {
-        state.withLock { $0.startupFailure != nil }
-    }
-
     /// Transfers reserved and not yet finished (waiting anywhere or running): the loop's load;
-    /// `nil` when the loop could not start.
+    /// `nil` when the loop could not start (``close(startupFailure:)`` with a failure), so a
+    /// client with other loops sends it nothing more.
     var load: Int? {
         state.withLock { $0.startupFailure == nil ? $0.phases.count : nil }
     }

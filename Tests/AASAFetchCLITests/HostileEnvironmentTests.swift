@@ -112,6 +112,16 @@ struct HostileEnvironmentTests {
     }
 
     /// The store's hosts with their last code (`nil`: never fetched), through `show --json`.
+    /// Runs the tool through `sh` as `LAUNCHER "$AASA" …` (a limit set first, e.g. `ulimit -n 16 &&
+    /// exec`) for `hosts` (`--domain applinks:HOST` each), with `extra`, `--json`, the store at
+    /// `cache` and the fault server's network options.
+    static func limitedRun(_ launcher: String, hosts: [String], extra: [String] = [], cache: String, _ server: FaultServer, _ ca: TestCA,
+                           timeout: Duration = .seconds(120)) throws -> ChildProcess.Output {
+        let arguments = (hosts.flatMap { ["--domain", "applinks:\($0)"] } + extra + ["--json", "--cache", cache] + network(server, ca))
+            .map(quoted).joined(separator: " ")
+        return try shell("\(launcher) \"$AASA\" \(arguments)", timeout: timeout)
+    }
+
     static func storedCodes(_ cache: String) throws -> [String: String?] {
         let shown = try ToolRunner.run(["show", "--json"], cache: cache)
         #expect(shown.status == 0, "\(shown.stderr)")
@@ -243,10 +253,8 @@ struct HostileEnvironmentTests {
         var outcomes: Set<String> = []
         for limit in 10...40 {
             let cache = work.appendingPathComponent("cache\(limit)").path
-            let arguments = (hosts.flatMap { ["--domain", "applinks:\($0)"] } + ["--threads", "2", "--json", "--cache", cache] + Self.network(server, ca))
-                .map(Self.quoted).joined(separator: " ")
-            let run = try Self.shell("ulimit -n \(limit) && exec \"$AASA\" \(arguments)")
-            let object = try? JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
+            let run = try Self.limitedRun("ulimit -n \(limit) && exec", hosts: hosts, extra: ["--threads", "2"], cache: cache, server, ca)
+            let object = run.jsonObject
             let codes = Dictionary(uniqueKeysWithValues: (object?["domains"] as? [[String: Any]] ?? []).compactMap { domain in
                 (domain["host"] as? String).map { ($0, domain["code"] as? String ?? "") }
             })
@@ -350,12 +358,11 @@ struct HostileEnvironmentTests {
         var outcomes: Set<String> = []
         for mebibytes in stride(from: 400, through: 40, by: -20) {
             let cache = work.appendingPathComponent("cache\(mebibytes)").path
-            let arguments = (hosts.flatMap { ["--domain", "applinks:\($0)"] } + ["--threads", "2", "--concurrency", "1024", "--json", "--cache", cache]
-                + Self.network(server, ca)).map(Self.quoted).joined(separator: " ")
-            let run = try Self.shell("ulimit -v \(mebibytes << 10) && exec \"$AASA\" \(arguments)", timeout: .seconds(60))
+            let run = try Self.limitedRun("ulimit -v \(mebibytes << 10) && exec", hosts: hosts, extra: ["--threads", "2", "--concurrency", "1024"],
+                                          cache: cache, server, ca, timeout: .seconds(60))
             if run.status == 127 && run.standardError.contains("error while loading shared libraries") { break }
             #expect(run.status == 0 || run.status == 2, "ulimit -v \(mebibytes) MiB: status \(run.status): \(run.standardError.prefix(600))")
-            let object = try? JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
+            let object = run.jsonObject
             if run.status == 2 {
                 #expect(run.standardError.contains("aasa-fetch: address-space-exhausted: the address-space limit is \(mebibytes) MiB"),
                         "ulimit -v \(mebibytes) MiB: \(run.standardError.prefix(600))")
@@ -382,15 +389,12 @@ struct HostileEnvironmentTests {
         let prlimit = try #require(ChildProcess.find("prlimit"))
         for bytes in [4096, 65536] {
             let cache = work.appendingPathComponent("cache\(bytes)").path
-            let arguments = ([prlimit, "--fsize=\(bytes)", "--", "$AASA"] + ["--domain", "applinks:f0.fault.test", "--json", "--cache", cache]
-                + Self.network(server, ca)).map { $0 == "$AASA" ? "\"$AASA\"" : Self.quoted($0) }.joined(separator: " ")
-            let run = try Self.shell("exec \(arguments)")
+            let run = try Self.limitedRun("exec \(Self.quoted(prlimit)) --fsize=\(bytes) --", hosts: ["f0.fault.test"], cache: cache, server, ca)
             #expect(run.status == 2, "--fsize=\(bytes): \(run.standardError.prefix(600))")
             #expect(run.standardError.contains("aasa-fetch: store-full:")
                     && run.standardError.contains("a write passed the file-size limit of \(bytes) bytes (ulimit -f)"),
                     "--fsize=\(bytes): \(run.standardError.prefix(600))")
-            let object = try? JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
-            #expect((object?["error"] as? [String: Any])?["code"] as? String == "store-full")
+            #expect((run.jsonObject?["error"] as? [String: Any])?["code"] as? String == "store-full")
         }
     }
 
@@ -590,5 +594,12 @@ struct HostileEnvironmentTests {
             }
             #expect(try Self.storedCodes(cache.path).count == processes, "trial \(trial)")
         }
+    }
+}
+
+extension ChildProcess.Output {
+    /// Standard output as a JSON object, `nil` when it is not one.
+    var jsonObject: [String: Any]? {
+        try? JSONSerialization.jsonObject(with: Data(standardOutput.utf8)) as? [String: Any]
     }
 }
