@@ -197,6 +197,26 @@ struct SpooledListTests {
         }
     }
 
+    /// Starts a spooled run of `list` that waits on `server` (which never answers), with `tmp` as
+    /// its `TMPDIR`.
+    static func startWaitingRun(route: String = "origin", list: URL, tmp: URL, server: FaultServer, ca: TestCA) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
+        process.arguments = ["--route", route, "--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
+                             "--allow-private", "--max-time", "60", "--retry-delays", "", "--app-id", Self.appID]
+        process.environment = ChildProcess.inheritedEnvironment.merging(["TMPDIR": tmp.path, "NO_COLOR": "1"]) { _, new in new }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// The spool folders in `tmp`.
+    static func spools(in tmp: URL) -> Set<String> {
+        Set((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? [])
+    }
+
     /// SIGTERM in the middle of the downloads: the spool is deleted and the process ends as the
     /// signal would end it, on every route (the `?mode=developer` entry is fetched from the origin
     /// on each, so no request goes to Apple's CDN).
@@ -212,19 +232,9 @@ struct SpooledListTests {
         let tmp = work.appendingPathComponent("tmp")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
-        process.arguments = ["--route", route, "--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
-                             "--allow-private", "--max-time", "60", "--retry-delays", "", "--app-id", Self.appID]
-        process.environment = ChildProcess.inheritedEnvironment.merging(["TMPDIR": tmp.path, "NO_COLOR": "1"]) { _, new in new }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try Self.startWaitingRun(route: route, list: list, tmp: tmp, server: server, ca: ca)
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        let spooled = await waitUntil(timeout: .seconds(20)) {
-            (try? FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty == false) ?? false
-        }
+        let spooled = await waitUntil(timeout: .seconds(20)) { !Self.spools(in: tmp).isEmpty }
         #expect(spooled, "no spool appeared")
         // Let the download start, then interrupt.
         try await Task.sleep(for: .milliseconds(500))
@@ -232,5 +242,43 @@ struct SpooledListTests {
         #expect(ChildProcess.waitForExit(process, timeout: .seconds(20)))
         #expect(process.terminationStatus == 128 + SIGTERM)
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty)
+    }
+
+    /// A run killed with SIGKILL cannot remove its spool; the next spooled run in the same
+    /// `TMPDIR` removes it, and leaves the spool of a run still going (another process's).
+    @Test func aKilledRunsSpoolIsRemovedByTheNextRun() async throws {
+        let ca = try TestCA.shared()
+        let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
+        defer { server.stop() }
+        let work = try Self.folder("spool-killed")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let list = work.appendingPathComponent("list.txt")
+        try Data("slow.example.com\n".utf8).write(to: list)
+        let tmp = work.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+
+        // A run that goes on, and a run killed while it waits.
+        let going = try Self.startWaitingRun(list: list, tmp: tmp, server: server, ca: ca)
+        defer { if going.isRunning { kill(going.processIdentifier, SIGKILL) } }
+        #expect(await waitUntil(timeout: .seconds(20)) { Self.spools(in: tmp).count == 1 }, "no spool appeared")
+        let goingSpool = Self.spools(in: tmp)
+        let victim = try Self.startWaitingRun(list: list, tmp: tmp, server: server, ca: ca)
+        defer { if victim.isRunning { kill(victim.processIdentifier, SIGKILL) } }
+        #expect(await waitUntil(timeout: .seconds(20)) { Self.spools(in: tmp).count == 2 }, "no second spool appeared")
+        let killedSpool = Self.spools(in: tmp).subtracting(goingSpool)
+        kill(victim.processIdentifier, SIGKILL)
+        #expect(ChildProcess.waitForExit(victim, timeout: .seconds(20)))
+        #expect(Self.spools(in: tmp) == goingSpool.union(killedSpool), "the killed run's spool should still be there")
+
+        // The next run: every host fails fast (nothing listens on the port it is sent to).
+        let refused = try Loopback.freePort()
+        let next = try ToolRunner.run(["--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", "::127.0.0.1:\(refused)",
+                                       "--allow-private", "--retry-delays", "", "--app-id", Self.appID],
+                                      environment: ["TMPDIR": tmp.path], timeout: .seconds(60))
+        #expect(next.status == 1, "\(next.stderr)")
+        #expect(Self.spools(in: tmp) == goingSpool, "the killed run's spool should be removed, the going one's kept")
+        kill(going.processIdentifier, SIGTERM)
+        #expect(ChildProcess.waitForExit(going, timeout: .seconds(20)))
+        #expect(Self.spools(in: tmp).isEmpty)
     }
 }

@@ -35,6 +35,7 @@ struct RunSpoolTests {
     /// The spool is written once and read in order: a small page cache, not SQLite's 2 MiB.
     @Test func theSpoolKeepsASmallPageCache() throws {
         let (spool, _, _) = try Self.filled()
+        defer { spool.remove() }
         #expect(try spool.pageCacheSetting() == -256)
     }
 
@@ -211,6 +212,64 @@ struct RunSpoolTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).isEmpty)
         // An unwritable parent is a spool error, not a crash.
         #expect(throws: SpoolError.self) { try RunSpool(parent: "/proc/no-such-dir", prioritizer: DomainPrioritizer(region: nil)) }
+    }
+
+    /// A spool folder that an ended run left (its lock free, its process gone) is removed by the
+    /// next spool made in the same parent; a live spool (locked), a folder whose process lives, a
+    /// locked one, a file, a link and other names are left as they are.
+    @Test func abandonedSpoolsAreRemovedAndLiveOnesKept() throws {
+        let files = FileManager.default
+        let parent = files.temporaryDirectory.appendingPathComponent("spool-sweep-\(UUID().uuidString)")
+        try files.createDirectory(at: parent, withIntermediateDirectories: true)
+        defer { try? files.removeItem(at: parent) }
+        // A process ID whose process has ended.
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/true")
+        try child.run()
+        child.waitUntilExit()
+        let ended = child.processIdentifier
+        func folder(_ name: String) throws -> String {
+            let path = parent.appendingPathComponent(name).path
+            try files.createDirectory(atPath: path, withIntermediateDirectories: false)
+            try Data("x".utf8).write(to: URL(fileURLWithPath: path).appendingPathComponent("spool.sqlite"))
+            return path
+        }
+        let live = try RunSpool(parent: parent.path, prioritizer: DomainPrioritizer(region: nil))
+        defer { live.remove() }
+        // The live spool holds its lock: another open file description cannot take it.
+        let probe = open(live.directory, O_RDONLY | O_DIRECTORY)
+        #expect(probe >= 0)
+        #expect(flock(probe, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+        close(probe)
+
+        let abandoned = try folder("aasa-fetch-spool-\(ended)-DEADBEEF")
+        let ownProcess = try folder("aasa-fetch-spool-\(getpid())-0000AAAA")
+        let held = try folder("aasa-fetch-spool-\(ended)-HELD0000")
+        let holder = open(held, O_RDONLY | O_DIRECTORY)
+        #expect(flock(holder, LOCK_EX | LOCK_NB) == 0)
+        defer { close(holder) }
+        let target = try folder("target")
+        let link = parent.appendingPathComponent("aasa-fetch-spool-\(ended)-LINK0000").path
+        try files.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let plainFile = parent.appendingPathComponent("aasa-fetch-spool-\(ended)-FILE0000").path
+        try Data().write(to: URL(fileURLWithPath: plainFile))
+        let otherNames = try ["aasa-fetch-spool-x-00000000", "aasa-fetch-spool-\(ended)", "other-\(ended)-DEADBEEF"].map(folder)
+
+        #expect(RunSpool.removeAbandoned(in: parent.path) == 1)
+        #expect(!files.fileExists(atPath: abandoned))
+        for kept in [live.directory, ownProcess, held, target, link, plainFile] + otherNames {
+            #expect(files.fileExists(atPath: kept), "\(kept) removed")
+        }
+        #expect(files.fileExists(atPath: target + "/spool.sqlite"), "the link's target was emptied")
+
+        // Made as any spool is made, the next spool sweeps first.
+        let later = try folder("aasa-fetch-spool-\(ended)-0BADF00D")
+        let next = try RunSpool(parent: parent.path, prioritizer: DomainPrioritizer(region: nil))
+        #expect(!files.fileExists(atPath: later))
+        #expect(files.fileExists(atPath: live.directory) && files.fileExists(atPath: next.directory))
+        next.remove()
+        // A missing parent is nothing to sweep.
+        #expect(RunSpool.removeAbandoned(in: parent.appendingPathComponent("missing").path) == 0)
     }
 
     /// Findings kept in the spool are read back without Foundation's decoder, exactly as it read them.

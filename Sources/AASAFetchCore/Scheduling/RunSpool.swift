@@ -79,10 +79,17 @@ public enum VerdictSelection: Sendable {
 /// ``forEachVerdict(_:_:)`` and ``counts()`` read the verdicts at the end.
 ///
 /// The database lives in its own folder under `parent` (the system's temporary folder, `TMPDIR`),
-/// without a journal (it is thrown away, never recovered); ``remove()`` deletes the folder.
+/// without a journal (it is thrown away, never recovered); ``remove()`` deletes the folder. The
+/// folder stays open and locked (`flock`) while the spool lives, so that a folder left by a run that
+/// could not remove it (SIGKILL, a crash, the out-of-memory killer) is told from a live one and
+/// removed by the next spool made in the same parent (``removeAbandoned(in:)``).
 public final class RunSpool: Sendable {
     /// The spool's folder.
     public let directory: String
+    /// The folder's descriptor, holding its lock until ``remove()`` (-1 once closed).
+    private let ownerLock: Mutex<Int32>
+    /// The start of every spool folder's name, followed by the process ID, `-` and 8 characters.
+    static let folderPrefix = "aasa-fetch-spool-"
     /// The database file.
     public var path: String { (directory as NSString).appendingPathComponent("spool.sqlite") }
     /// The priorities of the run.
@@ -115,12 +122,24 @@ public final class RunSpool: Sendable {
     /// Creates a spool in a new folder under `parent` (default: the system's temporary folder).
     public init(parent: String? = nil, prioritizer: DomainPrioritizer) throws(SpoolError) {
         let base = parent ?? FileManager.default.temporaryDirectory.path
-        directory = (base as NSString).appendingPathComponent("aasa-fetch-spool-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))")
+        Self.removeAbandoned(in: base)
+        directory = (base as NSString).appendingPathComponent("\(Self.folderPrefix)\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))")
         self.prioritizer = prioritizer
         // Only the spool's own folder: a missing TMPDIR is an error, not something to create.
         if let failure = SystemReason.createFolder(directory, parents: false, mode: 0o700) {
             throw SpoolError("cannot create the run spool in \(base): \(SystemReason.text(errno: failure)) (set TMPDIR to a writable folder)")
         }
+        // Locked from here to the end of the process (or remove()); between mkdir and flock the
+        // folder is unlocked, but this process lives, so removeAbandoned leaves it.
+        let lock = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if lock < 0 {
+            let failure = errno
+            try? FileManager.default.removeItem(atPath: directory)
+            throw SpoolError("cannot open the run spool \(directory): \(SystemReason.text(errno: failure))")
+        }
+        // Without flock (some network file systems) the folder is only removed by this run.
+        _ = flock(lock, LOCK_EX | LOCK_NB)
+        ownerLock = Mutex(lock)
         var configuration = Configuration()
         configuration.label = "aasa-fetch.spool"
         configuration.prepareDatabase { db in
@@ -168,14 +187,53 @@ public final class RunSpool: Sendable {
             }
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
+            close(lock)
             throw SpoolError("cannot create the run spool \(directory): \(error)")
         }
+    }
+
+    deinit {
+        ownerLock.withLock { if $0 >= 0 { close($0) } }
     }
 
     /// Deletes the spool's folder. The spool must not be used afterwards.
     public func remove() {
         try? queue.close()
         try? FileManager.default.removeItem(atPath: directory)
+        ownerLock.withLock { lock in
+            if lock >= 0 { close(lock) }
+            lock = -1
+        }
+    }
+
+    /// Removes the spool folders in `parent` that runs left behind when they ended without
+    /// removing them (SIGKILL, a crash, the out-of-memory killer), so that a cron job killed night
+    /// after night does not fill the temporary folder. A folder is removed when its name is a
+    /// spool's (`aasa-fetch-spool-PID-…`), it is a folder of this user's (not a link), no process
+    /// holds its lock, and process PID is gone. A live run's spool is always locked, or (in the
+    /// moment between creating and locking it, or from a version without the lock) its process
+    /// lives; a PID used again by another process keeps the folder until that process ends.
+    /// Failures are ignored: this is housekeeping, never a reason to stop a run.
+    /// - Returns: How many folders were removed.
+    @discardableResult
+    public static func removeAbandoned(in parent: String) -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: parent) else { return 0 }
+        var removed = 0
+        for name in names where name.hasPrefix(folderPrefix) {
+            let rest = name.dropFirst(folderPrefix.count)
+            guard let dash = rest.firstIndex(of: "-"), let pid = Int32(rest[..<dash]), pid > 0 else { continue }
+            let path = (parent as NSString).appendingPathComponent(name)
+            var status = stat()
+            guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == getuid() else { continue }
+            let folder = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard folder >= 0 else { continue }
+            defer { close(folder) }
+            // Held: its run goes on (here or in another PID namespace sharing the folder).
+            guard flock(folder, LOCK_EX | LOCK_NB) == 0 else { continue }
+            guard kill(pid, 0) != 0, errno == ESRCH else { continue }
+            if (try? FileManager.default.removeItem(atPath: path)) != nil { removed += 1 }
+        }
+        return removed
     }
 
     // MARK: - Pass 1: entries
