@@ -38,10 +38,13 @@ extension AASAFetchCommand {
         StandardStreams.reserveStandardDescriptors()
         ProcessLimits.raiseDescriptorLimit()
         AddressSpace.fitLimit()
-        if let failure = addressSpaceShortage {
+        if let failure = addressSpaceShortage ?? threadShortage {
             exit(reporting: failure, console: console(for: Array(CommandLine.arguments.dropFirst())))
         }
     }
+
+    /// Judged once, at the first ``prepareProcess()``, before the runtime starts its threads.
+    private static let threadShortage = ProcessLimits.threadShortageAtStart()
 
     /// Judged once, at the first ``prepareProcess()``: later, the runtime's own threads are mapped
     /// too, and would be counted twice.

@@ -102,9 +102,12 @@ struct NetworkOptions: ParsableArguments {
         // No more downloads at once than the open-file limit allows (said once on stderr).
         // Loops: the download threads, plus the one-loop clients a run may add (`refresh`'s CDN
         // client and its webhook client).
-        let loops = min(Self.maxThreads, threads ?? CurlClient.defaultThreads) + 2
-        options.concurrency = try ProcessLimits.concurrency(concurrency, loops: loops, console: .standard)
-        options.threads = threads
+        let loops = min(Self.maxThreads, threads ?? CurlClient.defaultThreads)
+        let fitting = try ProcessLimits.concurrency(concurrency, loops: loops + 2, console: .standard)
+        // Then no more threads than a limit on them allows (a container's pids limit).
+        let fitted = try ProcessLimits.fitThreads(concurrency: fitting, loops: loops, extraLoops: 2, console: .standard)
+        options.concurrency = fitted.concurrency
+        options.threads = fitted.loops < loops ? fitted.loops : threads
         return options
     }
 }

@@ -90,6 +90,164 @@ enum ProcessLimits {
                        message: "the address-space limit is \(limit >> 20) MiB (ulimit -v) and \(used >> 20) MiB are mapped already; this needs at least \((needed + (1 << 20) - 1) >> 20) MiB: raise or remove the limit")
     }
 
+    // MARK: - Threads
+
+    /// Threads besides the main thread and the curl loops that a command may start: the
+    /// concurrency runtime's pool (one per core) and the threads it and the store keep for
+    /// blocking work (six seen on 2 cores). Short of these, the runtime retries creating a thread
+    /// forever, with signals blocked, so the process could not even be stopped with SIGTERM.
+    static let runtimeThreadsNeeded = ProcessInfo.processInfo.activeProcessorCount + 4
+
+    /// Threads this process runs now (`Threads:` of `/proc/self/status`), `nil` when unknown.
+    static var threadsRunning: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") })
+        else { return nil }
+        return Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces))
+    }
+
+    /// `RLIMIT_NPROC` when it applies to this process: finite, and the real user is not root
+    /// (whom Linux exempts). It counts every thread of every process of the user.
+    static var processLimit: Int? {
+        var limit = rlimit()
+        guard getuid() != 0, getrlimit(Int32(__RLIMIT_NPROC.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }
+        return Int(clamping: limit.rlim_cur)
+    }
+
+    /// The smallest `pids.max` of this process's cgroup and its ancestors (cgroup v2, or the v1
+    /// `pids` controller), `nil` when none is set or none can be read. It counts every thread of
+    /// the group: a container's `--pids-limit`, a systemd unit's `TasksMax`.
+    static var pidsLimit: Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8) else { return nil }
+        return pidsLimit(cgroups: text) { try? String(contentsOfFile: $0, encoding: .utf8) }
+    }
+
+    /// ``pidsLimit`` from the text of `/proc/self/cgroup`, reading each `pids.max` with `read`.
+    static func pidsLimit(cgroups text: String, read: (String) -> String?) -> Int? {
+        var smallest: Int?
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3 else { continue }
+            let mounts: [String]
+            if fields[1].split(separator: ",").contains("pids") {
+                mounts = ["/sys/fs/cgroup/pids"]
+            } else if fields[0] == "0", fields[1].isEmpty {
+                mounts = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            } else {
+                continue
+            }
+            for mount in mounts {
+                var path = fields[2].split(separator: "/").map(String.init)
+                while true {
+                    let file = ([mount] + path + ["pids.max"]).joined(separator: "/")
+                    if let value = read(file), let number = Int(value.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                        smallest = min(smallest ?? number, number)
+                    }
+                    if path.isEmpty { break }
+                    path.removeLast()
+                }
+            }
+        }
+        return smallest
+    }
+
+    /// What limits this process's threads, for messages.
+    static var threadLimitText: String {
+        if let pids = pidsLimit { return "its cgroup's pids.max is \(pids)" }
+        if let processes = processLimit { return "ulimit -u is \(processes)" }
+        return "its limit on processes: ulimit -u, or a cgroup's pids.max"
+    }
+
+    /// Stack of each thread ``startableThreads(upTo:)`` starts: it only waits in `read`.
+    static let probeStack = 64 << 10
+
+    /// How many more threads this process can start now, up to `cap`: it starts them, each
+    /// waiting on a pipe, and ends them again before it returns. Their stacks are slices of one
+    /// mapping of its own, unmapped at the end (the C library would keep stacks it made in its
+    /// cache). `cap` when the probe itself cannot be set up, or `pthread_create` fails for a
+    /// reason other than `EAGAIN` (the only answer to a limit on threads).
+    static func startableThreads(upTo cap: Int) -> Int {
+        guard cap > 0 else { return 0 }
+        let length = cap * probeStack
+        guard let stacks = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
+              stacks != MAP_FAILED else { return cap }
+        defer { munmap(stacks, length) }
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return cap }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        var started: [pthread_t] = []
+        started.reserveCapacity(cap)
+        var otherError = false
+        while started.count < cap {
+            var attributes = pthread_attr_t()
+            pthread_attr_init(&attributes)
+            pthread_attr_setstack(&attributes, stacks + started.count * probeStack, probeStack)
+            var thread = pthread_t()
+            let error = pthread_create(&thread, &attributes, { end in
+                var byte: UInt8 = 0
+                _ = read(Int32(Int(bitPattern: end)), &byte, 1)  // until the write end is closed
+                return nil
+            }, UnsafeMutableRawPointer(bitPattern: Int(ends[0])))
+            pthread_attr_destroy(&attributes)
+            guard error == 0 else {
+                otherError = error != EAGAIN
+                break
+            }
+            started.append(thread)
+        }
+        close(ends[1])
+        for thread in started {
+            pthread_join(thread, nil)
+        }
+        close(ends[0])
+        return otherError ? cap : started.count
+    }
+
+    /// At the start of the process, before the concurrency runtime starts a thread: the failure to
+    /// end it with when a limit on its threads leaves fewer than ``runtimeThreadsNeeded``; `nil`
+    /// when there is room or no limit in sight (then nothing is probed).
+    static func threadShortageAtStart() -> CommandFailure? {
+        guard processLimit != nil || pidsLimit != nil else { return nil }
+        let room = startableThreads(upTo: runtimeThreadsNeeded)
+        guard room < runtimeThreadsNeeded else { return nil }
+        return threadsExhausted(room: room, needed: runtimeThreadsNeeded)
+    }
+
+    private static func threadsExhausted(room: Int, needed: Int) -> CommandFailure {
+        CommandFailure(code: "threads-exhausted",
+                       message: "this process can start only \(room) more \(room == 1 ? "thread" : "threads") (\(threadLimitText)) and needs at least \(needed): raise the limit")
+    }
+
+    /// `concurrency` downloads and `loops` curl loops (plus `extraLoops`, the one-loop clients a
+    /// run may add) lowered to what a limit on threads allows, when one is in sight: besides the
+    /// runtime's threads, every loop is a thread, and so is each name libcurl is resolving. Says
+    /// so once on standard error.
+    /// - Throws: `threads-exhausted` when not even one loop and one download fit.
+    static func fitThreads(concurrency: Int, loops: Int, extraLoops: Int, console: Console) throws(CommandFailure) -> (concurrency: Int, loops: Int) {
+        guard processLimit != nil || pidsLimit != nil else { return (concurrency, loops) }
+        let toCome = max(0, 1 + runtimeThreadsNeeded - (threadsRunning ?? 1))
+        let wanted = toCome + extraLoops + loops + concurrency
+        let room = startableThreads(upTo: wanted)
+        guard room < wanted else { return (concurrency, loops) }
+        let spare = room - toCome - extraLoops
+        guard spare >= 2 else { throw threadsExhausted(room: room, needed: toCome + extraLoops + 2) }
+        let fittedLoops = min(loops, max(1, spare / 4))
+        let fitted = min(concurrency, spare - fittedLoops)
+        let reason = "this process can start only \(room) more threads (\(threadLimitText)); each curl loop is a thread, and so is each name being resolved"
+        if fitted < concurrency { note("--concurrency \(concurrency) lowered to \(fitted): \(reason)", console: console) }
+        if fittedLoops < loops { note("--threads \(loops) lowered to \(fittedLoops): \(reason)", console: console) }
+        return (fitted, fittedLoops)
+    }
+
+    private static let notes = Mutex<Set<String>>([])
+
+    /// Writes `text` as a note on standard error, once per process.
+    private static func note(_ text: String, console: Console) {
+        if notes.withLock({ $0.insert(text).inserted }) {
+            console.err("aasa-fetch: note: \(text)")
+        }
+    }
+
     private static let noted = Mutex(false)
 
     /// `requested` lowered to what the open-file limit and the address-space limit allow with

@@ -176,8 +176,8 @@ extension AASAFetchCommand {
                     try await writeMetrics(report, store: database, started: started, now: clock())
                     if let deliveryFailure { throw deliveryFailure }
                     if !json { _ = try await deliver() }
-                    if report.descriptorShortages > 0 {
-                        failure = .descriptorsExhausted(hosts: report.descriptorShortages)
+                    if let shortage = CommandFailure.shortage(report.shortages) {
+                        failure = shortage
                         break
                     }
                 } catch {
@@ -213,8 +213,7 @@ extension AASAFetchCommand {
                     switch event {
                     case .batch(let report):
                         Self.render(report, json: json, quiet: quiet, lines: true, worker: true, console: console)
-                        if report.descriptorShortages > 0 {
-                            let failure = CommandFailure.descriptorsExhausted(hosts: report.descriptorShortages)
+                        if let failure = CommandFailure.shortage(report.shortages) {
                             console.err("aasa-fetch refresh: \(failure.code): \(failure.message); they were released for the next batch")
                         }
                         // Nobody reads the reports any more: stop as a signal would.

@@ -36,7 +36,7 @@ struct StreamingRun {
         var spoolFailure: CommandFailure?
         // On the CDN route, CDN records are labelled "HOST (cdn)".
         let labelSuffix = source.labelsCDN ? RunRenderer.cdnSuffix.count : 0
-        var shortages = 0
+        var shortages: [String: Int] = [:]
         var stopped = false
         var human = RunRenderer(console: console, hostWidth: RunRenderer.width(longest: source.longestHost.map { $0 + labelSuffix }))
         var writer = JSONStreamWriter(console: console)
@@ -76,7 +76,7 @@ struct StreamingRun {
             try await source.fetchEach(with: fetcher) { fetched in
                 let result = fetched.result
                 done += 1
-                if result.code == "descriptors-exhausted" { shortages += 1 }
+                if HostFetchResult.shortageCodes.contains(result.code) { shortages[result.code, default: 0] += 1 }
                 progress.update(done: done, result: result)
                 waiting[result.startOrder] = fetched
                 // Print in start order: a host waits only for hosts planned before it.
@@ -135,7 +135,7 @@ struct StreamingRun {
                 try source.forEachVerdict(.fetchableWithOwnFindings) { human.ownFindings($0) }
                 human.finish(summary: summary)
             }
-            return (summary, storeFailure ?? (shortages > 0 ? .descriptorsExhausted(hosts: shortages) : nil))
+            return (summary, storeFailure ?? .shortage(shortages))
         } catch {
             return (nil, CommandFailure(spool: error))
         }
@@ -332,14 +332,24 @@ final class SpoolSource: RunSource {
 }
 
 extension CommandFailure {
-    /// Hosts that could not be fetched because this process ran out of file descriptors: a failure
-    /// of the run (exit 2), never recorded as the hosts' results.
-    static func descriptorsExhausted(hosts: Int) -> CommandFailure {
-        let limit = ProcessLimits.descriptorLimit.map { " (the limit is \($0))" } ?? ""
-        return CommandFailure(
-            code: "descriptors-exhausted",
-            message: "\(Plural.count(hosts, "host")) could not be fetched: this process ran out of file descriptors\(limit); their results were not recorded. Raise the open-file limit (ulimit -n) or lower --concurrency"
-        )
+    /// Hosts that could not be fetched because this process ran short of descriptors or threads
+    /// (`hosts` by code, ``HostFetchResult/shortageCodes``): a failure of the run (exit 2), never
+    /// recorded as the hosts' results; `nil` when there were none. With both, descriptors are named.
+    static func shortage(_ hosts: [String: Int]) -> CommandFailure? {
+        if let count = hosts["descriptors-exhausted"] {
+            let limit = ProcessLimits.descriptorLimit.map { " (the limit is \($0))" } ?? ""
+            return CommandFailure(
+                code: "descriptors-exhausted",
+                message: "\(Plural.count(count, "host")) could not be fetched: this process ran out of file descriptors\(limit); their results were not recorded. Raise the open-file limit (ulimit -n) or lower --concurrency"
+            )
+        }
+        if let count = hosts["threads-exhausted"] {
+            return CommandFailure(
+                code: "threads-exhausted",
+                message: "\(Plural.count(count, "host")) could not be fetched: this process could not start a thread (\(ProcessLimits.threadLimitText)); their results were not recorded. Raise the limit or lower --concurrency"
+            )
+        }
+        return nil
     }
 
     /// A spool failure (or any error of a spooled run) as a command failure (exit 2).

@@ -51,21 +51,60 @@ public final class CurlClient: HTTPTransferring, Sendable {
     ///     connections to one host anyway (one download per host at a time; HTTP/2 transfers wait
     ///     for the shared connection with `CURLOPT_PIPEWAIT`).
     ///   - threads: Loop threads (1 … ``maxThreads``); `nil` is ``defaultThreads``.
-    public init(maxConnections: Int = 32, maxConnectionsPerHost: Int = 0, threads: Int? = nil) {
+    public convenience init(maxConnections: Int = 32, maxConnectionsPerHost: Int = 0, threads: Int? = nil) {
+        self.init(maxConnections: maxConnections, maxConnectionsPerHost: maxConnectionsPerHost, threads: threads, threadStarter: { _, body in Self.startThread(body) })
+    }
+
+    /// ``init(maxConnections:maxConnectionsPerHost:threads:)`` with the function that starts loop
+    /// N's thread and returns 0 or `pthread_create`'s error (for tests of a loop that cannot start).
+    package init(maxConnections: Int, maxConnectionsPerHost: Int, threads: Int?,
+                 threadStarter: (_ loop: Int, _ body: @escaping @Sendable () -> Void) -> Int32) {
         let count = min(Self.maxThreads, max(1, threads ?? Self.defaultThreads))
         let group = LoopGroup(loops: count, maxConnections: maxConnections)
         self.group = group
         perHostLimit = maxConnectionsPerHost > 0
         for index in 0..<count {
-            let thread = Thread {
-                // The name profilers and /proc/PID/task/*/comm show (Foundation's Thread.name does
-                // not reach the kernel here); Linux keeps 15 characters.
+            let error = threadStarter(index) {
+                // The name profilers and /proc/PID/task/*/comm show; Linux keeps 15 characters.
                 ccurl_name_current_thread("aasa-curl-\(index)")
                 MultiLoop.run(index: index, group: group, maxConnections: maxConnections, maxConnectionsPerHost: maxConnectionsPerHost)
                 group.mailboxes[index].markThreadExited()
             }
-            thread.start()
+            if error != 0 {
+                // Out of threads (`ulimit -u`, a cgroup's `pids.max`): the loop is closed as one
+                // that could not start, so the others take its work, or every transfer fails
+                // with this run error instead of waiting for a loop that never runs.
+                let kind: TransferFailureKind = error == EAGAIN ? .threadsExhausted : .invalidRequest
+                let failure = TransferFailure(kind: kind, message: "curl loop \(index) could not start its thread: \(String(cString: strerror(error)))")
+                MultiLoop.notStarted(index: index, group: group, failure: failure)
+            }
         }
+    }
+
+    /// Starts `body` on a new detached thread with the process's default attributes (its stack
+    /// size as ``AddressSpace/fitLimit()`` set it). Unlike Foundation's `Thread`, which ignores
+    /// the result of `pthread_create`, a thread that cannot be made is reported.
+    /// - Returns: 0, or the error of `pthread_create` (`EAGAIN` when this process may start no
+    ///   more threads).
+    package static func startThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
+        final class Body: Sendable {
+            let run: @Sendable () -> Void
+            init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+        }
+        let context = Unmanaged.passRetained(Body(body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let error = pthread_create(&thread, &attributes, { context in
+            Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }, context)
+        if error != 0 {
+            Unmanaged<Body>.fromOpaque(context).release()
+        }
+        return error
     }
 
     deinit {

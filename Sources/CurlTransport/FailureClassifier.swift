@@ -101,6 +101,10 @@ package enum X509VerifyResult {
 
 /// Maps a failed libcurl transfer to a ``TransferFailureKind``. Pure: no curl calls.
 package enum FailureClassifier {
+    /// What libcurl 7.88's threaded resolver writes when it cannot start the thread for a name
+    /// (`asyn-thread.c`), with `CURLE_COULDNT_RESOLVE_HOST`.
+    package static let resolverThreadFailure = "getaddrinfo() thread failed to start"
+
     /// Classifies a failure.
     /// - Parameters:
     ///   - curlCode: The transfer's `CURLcode` (not `CURLE_OK`).
@@ -137,6 +141,9 @@ package enum FailureClassifier {
         case CurlCode.unsupportedProtocol where errorText.contains("HTTP/0.9"):
             // Not an HTTP/1.x or HTTP/2 answer at all (or garbage): libcurl takes it for HTTP/0.9.
             return .invalidResponse
+        case CurlCode.couldntResolveHost where errorText.contains(resolverThreadFailure):
+            // libcurl's threaded resolver could not start its thread: nothing was asked of DNS.
+            return .threadsExhausted
         case CurlCode.couldntResolveHost, CurlCode.couldntResolveProxy:
             return .dnsFailure
         case CurlCode.couldntConnect:

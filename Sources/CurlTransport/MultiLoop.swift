@@ -124,6 +124,14 @@ final class MultiLoop {
         TransferFailure(kind: Transfer.descriptorsExhausted() ? .descriptorsExhausted : .invalidRequest, message: reason)
     }
 
+    /// A loop whose thread could not be started: fails what is given to it, as a loop that cannot
+    /// start does, and counts as exited.
+    static func notStarted(index: Int, group: LoopGroup, failure: TransferFailure) {
+        failEverything(group.mailboxes[index], failure: failure)
+        group.loopExited()
+        group.mailboxes[index].markThreadExited()
+    }
+
     /// Closes the mailbox of a loop that could not start and fails what was given to it; the
     /// transfers given to it later fail with `failure` too (``Mailbox/reserve()``).
     private static func failEverything(_ mailbox: Mailbox, failure: TransferFailure) {

@@ -405,6 +405,8 @@ final class Transfer {
         case .descriptorsExhausted:
             let reason = descriptorShortage.map { String(cString: strerror($0)) } ?? "Too many open files"
             text = "no file descriptor left for the transfer (\(reason)): \(text)"
+        case .threadsExhausted:
+            text = "no thread could be started to resolve the name (\(text))"
         default:
             break
         }

@@ -32,8 +32,18 @@ public enum TransferFailureKind: String, Sendable, Codable, Hashable {
     /// This process ran out of file descriptors (`EMFILE`/`ENFILE`): a failure of the run, never
     /// of the host, so it is not recorded as the host's result.
     case descriptorsExhausted = "descriptors-exhausted"
+    /// This process could not start a thread (a curl loop, or libcurl's resolver thread for a
+    /// name): its limit on processes (`ulimit -u`, a cgroup's `pids.max`) is reached. A failure of
+    /// the run, never of the host, so it is not recorded as the host's result.
+    case threadsExhausted = "threads-exhausted"
     /// The client was shut down before the transfer finished.
     case cancelled
+}
+
+extension TransferFailureKind {
+    /// Whether this process ran short of something (descriptors, threads): the run's failure,
+    /// never the host's.
+    public var isProcessShortage: Bool { self == .descriptorsExhausted || self == .threadsExhausted }
 }
 
 /// A failed transfer: the kind, curl's own code and message for the record.

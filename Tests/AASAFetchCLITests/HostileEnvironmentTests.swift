@@ -275,6 +275,79 @@ struct HostileEnvironmentTests {
         #expect(outcomes == ["short", "fetched"], "the limits tried must cover both a shortage and a whole run")
     }
 
+    /// A cgroup of its own with a `pids` limit (the v1 `pids` controller, or cgroup v2 with it
+    /// enabled), where this test may put a child; `nil` where none can be made (not root, no
+    /// such controller). The caller removes it.
+    static func pidsGroup() -> String? {
+        let name = "aasa-fetch-test-\(getpid())-\(UUID().uuidString.prefix(8))"
+        let v2 = (try? String(contentsOfFile: "/sys/fs/cgroup/cgroup.subtree_control", encoding: .utf8))?.contains("pids") == true
+        for parent in ["/sys/fs/cgroup/pids"] + (v2 ? ["/sys/fs/cgroup"] : []) {
+            let group = parent + "/" + name
+            guard mkdir(group, 0o755) == 0 else { continue }
+            if FileManager.default.isWritableFile(atPath: group + "/pids.max") { return group }
+            rmdir(group)
+        }
+        return nil
+    }
+
+    /// A limit on the process's threads (a cgroup's `pids.max`, what a container's
+    /// `--pids-limit` or a systemd unit's `TasksMax` sets): the run fetches, lowers
+    /// `--concurrency` and `--threads` to fit, or ends with `threads-exhausted` (exit 2), and never
+    /// blames a host. Names are resolved (`--connect-to ::localhost:PORT`), so each download
+    /// being resolved holds a thread of libcurl's resolver. Before: at 1 to 9 the process hung for
+    /// good, with SIGTERM blocked (the concurrency runtime retried creating a thread forever, or
+    /// a curl loop that Foundation's `Thread` could not start was given transfers).
+    @Test func aLimitOnThreadsIsMetOrNamedNeverAHang() async throws {
+        guard let group = Self.pidsGroup() else { return }  // not root, or no pids controller here
+        defer {
+            // Empty once the last child is reaped by the kernel.
+            for _ in 0..<100 where rmdir(group) != 0 && errno == EBUSY { usleep(20_000) }
+        }
+        let (server, ca) = try await Self.server()
+        defer { server.stop() }
+        let work = try Self.folder("pids")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let hosts = (0..<24).map { "p\($0).fault.test" }
+        var outcomes: Set<String> = []
+        for limit in [1, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32, 48, 64] {
+            try Data("\(limit)".utf8).write(to: URL(fileURLWithPath: group + "/pids.max"))
+            let cache = work.appendingPathComponent("cache\(limit)").path
+            let arguments = (hosts.flatMap { ["--domain", "applinks:\($0)"] }
+                + ["--concurrency", "24", "--threads", "2", "--json", "--cache", cache, "--cacert", ca.caCertPath,
+                   "--connect-to", "::localhost:\(server.port)", "--allow-private", "--retry-delays", "", "--connect-timeout", "5",
+                   "--max-time", "30", "--app-id", Self.appID])
+                .map(Self.quoted).joined(separator: " ")
+            let run = try Self.shell("echo $$ > \(Self.quoted(group + "/cgroup.procs")) && exec \"$AASA\" \(arguments)", timeout: .seconds(20))
+            let context = "pids.max \(limit): exit \(run.status), \(run.standardError.prefix(700))"
+            let object = run.jsonObject
+            if let error = object?["error"] as? [String: Any] {
+                // Refused before any download: nothing recorded, the code named.
+                #expect(error["code"] as? String == "threads-exhausted", "\(context)")
+                #expect(run.status == 2, "\(context)")
+                #expect(run.standardError.contains("pids.max is \(limit)"), "\(context)")
+                outcomes.insert("refused")
+                continue
+            }
+            let codes = Dictionary(uniqueKeysWithValues: (object?["domains"] as? [[String: Any]] ?? []).compactMap { domain in
+                (domain["host"] as? String).map { ($0, domain["code"] as? String ?? "") }
+            })
+            #expect(codes.count == hosts.count, "\(context)")
+            #expect(codes.values.allSatisfy { $0 == "ok" || $0 == "threads-exhausted" }, "\(context): \(codes)")
+            let short = codes.values.contains("threads-exhausted")
+            #expect(run.status == (short ? 2 : 0), "\(context)")
+            if short {
+                #expect(run.standardError.contains("aasa-fetch: threads-exhausted:"), "\(context)")
+            }
+            let stored = try Self.storedCodes(cache)
+            for host in hosts {
+                let expected: String? = codes[host] == "ok" ? "ok" : nil
+                #expect(stored[host] == .some(expected), "\(context): \(host) stored as \(String(describing: stored[host]))")
+            }
+            outcomes.insert(short ? "short" : run.standardError.contains("lowered to") ? "fitted" : "fetched")
+        }
+        #expect(outcomes.isSuperset(of: ["refused", "fitted", "fetched"]), "\(outcomes)")
+    }
+
     /// The open-file limit shrinks under a running fetch (`prlimit`): the hosts that could not get
     /// a socket are `descriptors-exhausted`, a run error (exit 2), and are not recorded as their
     /// failure; the hosts fetched before are recorded.

@@ -3,6 +3,31 @@ import Testing
 
 /// The descriptor budget of a run: what `--concurrency` is lowered to under `ulimit -n`.
 struct ProcessLimitsTests {
+    /// The smallest `pids.max` on the cgroup chain, from the v1 `pids` controller and cgroup v2;
+    /// `max` and unreadable files set nothing.
+    @Test func thePidsLimitIsTheSmallestOnTheChain() {
+        let files = [
+            "/sys/fs/cgroup/pids/a/b/pids.max": "40\n", "/sys/fs/cgroup/pids/a/pids.max": "max\n",
+            "/sys/fs/cgroup/pids/pids.max": "12", "/sys/fs/cgroup/u/v/pids.max": "30\n", "/sys/fs/cgroup/u/pids.max": "25\n",
+        ]
+        let read = { (path: String) in files[path] }
+        #expect(ProcessLimits.pidsLimit(cgroups: "12:pids:/a/b\n4:memory:/x\n", read: read) == 12)
+        #expect(ProcessLimits.pidsLimit(cgroups: "0::/u/v\n", read: read) == 25)
+        #expect(ProcessLimits.pidsLimit(cgroups: "7:cpu,pids:/a/b\n0::/u/v\n", read: { $0.hasSuffix("pids/pids.max") ? nil : read($0) }) == 25)
+        #expect(ProcessLimits.pidsLimit(cgroups: "12:pids:/a\n", read: { $0 == "/sys/fs/cgroup/pids/a/pids.max" ? "max" : nil }) == nil)
+        #expect(ProcessLimits.pidsLimit(cgroups: "4:memory:/x\n1:name=systemd:/\n", read: read) == nil)
+        #expect(ProcessLimits.pidsLimit(cgroups: "garbage\n0::\n", read: read) == nil)
+    }
+
+    /// The thread probe starts what it is asked for (no limit here, or a loose one) and leaves
+    /// no thread behind.
+    @Test func theThreadProbeStartsAndEndsItsThreads() throws {
+        let before = try #require(ProcessLimits.threadsRunning)
+        #expect(ProcessLimits.startableThreads(upTo: 40) == 40)
+        #expect(ProcessLimits.startableThreads(upTo: 0) == 0)
+        #expect(try #require(ProcessLimits.threadsRunning) <= before + 2, "probe threads left running")
+    }
+
     /// Every curl loop holds its multi handle's socket pair, its epoll set and eventfd and its
     /// schedstat file for the whole run, so more loops leave room for fewer downloads: with 38
     /// loops (five descriptors each) and `ulimit -n 256`, the downloads' three descriptors each

@@ -94,6 +94,18 @@ struct HostileFailureClassifierTests {
                                            refusedPrivateAddress: true, descriptorShortage: true) == .privateAddress)
     }
 
+    /// libcurl's threaded resolver that cannot start its thread asked nothing of DNS: the run's
+    /// failure (`threads-exhausted`), not the host's `dns-failure`.
+    @Test func aResolverThreadThatCannotStartIsNeverTheHosts() {
+        let text = "getaddrinfo() thread failed to start"
+        #expect(FailureClassifier.resolverThreadFailure == text)
+        #expect(FailureClassifier.classify(curlCode: CurlCode.couldntResolveHost, tlsVerifyResult: 0, errorText: text) == .threadsExhausted)
+        #expect(TransferFailureKind.threadsExhausted.isProcessShortage && TransferFailureKind.descriptorsExhausted.isProcessShortage)
+        #expect(FailureClassifier.classify(curlCode: CurlCode.couldntResolveHost, tlsVerifyResult: 0,
+                                           errorText: "Could not resolve host: a.example") == .dnsFailure)
+        #expect(!TransferFailureKind.dnsFailure.isProcessShortage)
+    }
+
     @Test func serverAnswersThatAreNotHTTP() {
         #expect(FailureClassifier.classify(curlCode: CurlCode.unsupportedProtocol, tlsVerifyResult: 0,
                                            errorText: "Received HTTP/0.9 when not allowed") == .invalidResponse)

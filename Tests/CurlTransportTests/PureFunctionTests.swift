@@ -1,6 +1,7 @@
 import AASAFetchTestSupport
 @testable import CurlTransport
 import Foundation
+import Synchronization
 import Testing
 
 struct AddressPolicyTests {
@@ -165,6 +166,42 @@ struct LoopRoutingTests {
         group.markFailedToStart(loop: 2, with: Self.failure)
         #expect(group.loop(forAffinity: onLoop1) == 0, "past the end, round to the first")
         #expect(group.loop(forAffinity: onLoop2) == 0)
+    }
+
+    /// A loop whose thread cannot be started (`pthread_create` fails: the limit on processes) is
+    /// closed at once: its share goes to the loop that runs, and with none running every transfer
+    /// fails `threads-exhausted` instead of waiting for a thread that never comes.
+    @Test func aLoopWhoseThreadCannotStartIsClosedNotWaitedFor() async {
+        let request = TransferRequest(url: "https://refused.example/", connectTo: ["::127.0.0.1:9"])
+        let oneDown = CurlClient(maxConnections: 8, maxConnectionsPerHost: 0, threads: 2) { loop, body in
+            loop == 1 ? EAGAIN : CurlClient.startThread(body)
+        }
+        let noneUp = CurlClient(maxConnections: 8, maxConnectionsPerHost: 0, threads: 2) { _, _ in EAGAIN }
+        // In a task of its own, so that a transfer given to a loop that never runs fails the test
+        // instead of hanging it.
+        let outcome = Mutex<[TransferFailureKind?]?>(nil)
+        Task {
+            var kinds: [TransferFailureKind?] = []
+            for client in [oneDown, oneDown, oneDown, oneDown, oneDown, oneDown, noneUp] {
+                do throws(TransferFailure) {
+                    _ = try await client.perform(request)
+                    kinds.append(nil)
+                } catch {
+                    kinds.append(error.kind)
+                }
+            }
+            outcome.withLock { $0 = kinds }
+        }
+        let ended = await waitUntil(timeout: .seconds(20)) { outcome.withLock { $0 != nil } }
+        #expect(ended, "a transfer waited for a loop whose thread never started")
+        guard let kinds = outcome.withLock({ $0 }) else { return }
+        #expect(kinds.prefix(6).allSatisfy { $0 != nil && $0 != .threadsExhausted }, "\(kinds)")
+        #expect(oneDown.transfersStartedPerLoop == [6, 0])
+        #expect(kinds.last == .threadsExhausted, "\(kinds)")
+        for client in [oneDown, noneUp] {
+            await client.shutdown()
+            #expect(client.loopThreadExited)
+        }
     }
 
     @Test func withNoLoopRunningATransferGoesWhereItWouldHave() {

@@ -86,8 +86,8 @@ public struct CDNFetcher: RouteSide {
         switch outcome {
         case .failure(let failure):
             let message = "no answer from the CDN at \(url): \(failure.kind.rawValue): \(failure.message)"
-            // A stopped run or a descriptor shortage is this run's failure, not the CDN's.
-            let runError = failure.kind == .cancelled || failure.kind == .descriptorsExhausted
+            // A stopped run or a shortage of descriptors or threads is this run's failure, not the CDN's.
+            let runError = failure.kind == .cancelled || failure.kind.isProcessShortage
             let code = runError ? failure.kind.rawValue : "cdn-unreachable"
             return HostFetchResult(
                 host: host, route: .cdn, url: url, code: code, reason: message,

@@ -121,7 +121,7 @@ extension Diagnoser.Walk {
         case .timeout: return text.contains("connection timed out") || text.contains("ssl") ? "tls" : "http"
         case .transferFailure: return text.contains("ssl") || text.contains("handshake") ? "tls" : "http"
         case .tlsUntrusted, .tlsExpired, .tlsNotYetValid, .tlsHostnameMismatch, .tlsFailure: return "tls"
-        case .tooLarge, .invalidRequest, .invalidResponse, .headersTooLarge, .descriptorsExhausted, .cancelled: return "http"
+        case .tooLarge, .invalidRequest, .invalidResponse, .headersTooLarge, .descriptorsExhausted, .threadsExhausted, .cancelled: return "http"
         }
     }
 

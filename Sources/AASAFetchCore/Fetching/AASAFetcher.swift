@@ -388,6 +388,7 @@ public struct AASAFetcher: RouteSide {
         case .invalidResponse: return "the answer is not HTTP/1.1 or HTTP/2: \(failure.message)"
         case .headersTooLarge: return "the response headers are too large: \(failure.message)"
         case .descriptorsExhausted: return "not fetched, this process ran out of file descriptors: \(failure.message)"
+        case .threadsExhausted: return "not fetched, this process could not start a thread: \(failure.message)"
         case .cancelled: return "cancelled"
         }
     }
@@ -408,6 +409,7 @@ public struct AASAFetcher: RouteSide {
         case .invalidResponse: "make the server answer HTTPS requests with HTTP/1.1 or HTTP/2"
         case .headersTooLarge: "send fewer or shorter response headers (and no endless chunked trailers)"
         case .descriptorsExhausted: "raise the open-file limit (ulimit -n) or lower --concurrency, and run again"
+        case .threadsExhausted: "raise the limit on processes (ulimit -u, or the cgroup's pids.max) or lower --concurrency, and run again"
         case .invalidRequest, .cancelled: nil
         }
     }

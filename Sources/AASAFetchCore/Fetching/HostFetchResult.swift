@@ -80,10 +80,14 @@ public struct HostFetchResult: Sendable {
 }
 
 extension HostFetchResult {
+    /// Codes that say this process ran short of something: `descriptors-exhausted` (file
+    /// descriptors) and `threads-exhausted` (it could not start a thread). A run with such results
+    /// fails (exit 2) and names the code.
+    public static let shortageCodes: Set<String> = ["descriptors-exhausted", "threads-exhausted"]
+
     /// Codes that say something about this run, not about the host: `cancelled` (the run stopped)
-    /// and `descriptors-exhausted` (this process ran out of file descriptors). Such a result is
-    /// never recorded in the store.
-    public static let runErrorCodes: Set<String> = ["cancelled", "descriptors-exhausted"]
+    /// and the ``shortageCodes``. Such a result is never recorded in the store.
+    public static let runErrorCodes: Set<String> = shortageCodes.union(["cancelled"])
 
     /// Whether the result is a failure of the run rather than of the host (``runErrorCodes``).
     public var isRunError: Bool { Self.runErrorCodes.contains(code) }

@@ -74,6 +74,7 @@ public enum CodeCatalogue {
         e("headers-too-large", "Header and trailer lines over 300 KiB (or one line over 100 KiB).", "Send fewer or shorter response headers."),
         e("invalid-request", "libcurl refused to make the request (an option it rejects, a --cdn-base it cannot use).", "Check the options given to aasa-fetch."),
         e("descriptors-exhausted", "This process ran out of file descriptors; the host was not fetched.", "Raise the open-file limit (ulimit -n) or lower --concurrency."),
+        e("threads-exhausted", "This process could not start a thread (a curl loop, or the resolver's for a name); the host was not fetched.", "Raise the limit on processes (ulimit -u, or the cgroup's pids.max) or lower --concurrency."),
         e("cancelled", "The download was cancelled before it ended.", "Run the check again."),
         // Body
         e("too-large", "The file is larger than 128 KiB: devices refuse it.", "Shrink the file: merge app IDs into one detail's \"appIDs\", use wildcards and substitution variables."),

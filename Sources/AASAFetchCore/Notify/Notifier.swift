@@ -244,7 +244,7 @@ public struct Notifier: Sendable {
                 switch error.kind {
                 case .cancelled:
                     return .stopped
-                case .dnsFailure, .connectFailure, .timeout, .transferFailure, .invalidResponse, .descriptorsExhausted:
+                case .dnsFailure, .connectFailure, .timeout, .transferFailure, .invalidResponse, .descriptorsExhausted, .threadsExhausted:
                     last = error.description
                 default:
                     // A refused address, TLS, a bad URL: trying again gives the same answer.

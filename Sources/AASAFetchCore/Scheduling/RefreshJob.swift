@@ -87,9 +87,10 @@ public struct RefreshReport: Sendable, Encodable {
     public var stopped = false
     /// The earliest next check in the store after the pass.
     public var nextDue: Date?
-    /// Hosts not fetched because this process ran out of file descriptors: released unrecorded
-    /// (counted in ``abandoned`` too), a failure of the run (not in the JSON document).
-    public var descriptorShortages = 0
+    /// Hosts not fetched because this process ran short of descriptors or threads, by code
+    /// (``HostFetchResult/shortageCodes``): released unrecorded (counted in ``abandoned`` too), a
+    /// failure of the run (not in the JSON document).
+    public var shortages: [String: Int] = [:]
     /// What the pass pruned after it (``RetentionPolicy``): hosts unneeded past their grace
     /// period, and old history events.
     public var pruned = PruneReport()
@@ -342,7 +343,7 @@ public struct RefreshJob: Sendable {
             report.hosts += batch.report.hosts
             report.abandoned += batch.report.abandoned
             report.leaseLost += batch.report.leaseLost
-            report.descriptorShortages += batch.report.descriptorShortages
+            report.shortages.merge(batch.report.shortages, uniquingKeysWith: +)
         }
         report.stopped = stop.isStopped
         if !report.stopped { report.pruned = try await retention.prune(store, now: now(), stop: stop) }
@@ -403,7 +404,9 @@ public struct RefreshJob: Sendable {
         report.abandoned = abandoned.count
         report.leaseLost = lost
         report.stopped = stop.isStopped
-        report.descriptorShortages = results.filter { $0.code == "descriptors-exhausted" }.count
+        for result in results where HostFetchResult.shortageCodes.contains(result.code) {
+            report.shortages[result.code, default: 0] += 1
+        }
         return report
     }
 
@@ -455,8 +458,8 @@ public struct RefreshJob: Sendable {
                 if !claim.hosts.isEmpty {
                     report.nextDue = try await Task { try await store.nextDue() }.value
                     onEvent(.batch(report))
-                    // Out of file descriptors: the hosts were released; wait before taking them again.
-                    guard report.descriptorShortages > 0 else { continue }
+                    // Out of descriptors or threads: the hosts were released; wait before taking them again.
+                    guard !report.shortages.isEmpty else { continue }
                     await stop.sleep(for: .milliseconds(Int(min(interval, 5) * 1000)))
                     continue
                 }
