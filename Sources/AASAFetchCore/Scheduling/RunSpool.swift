@@ -217,9 +217,19 @@ public final class RunSpool: Sendable {
     /// - Returns: How many folders were removed.
     @discardableResult
     public static func removeAbandoned(in parent: String) -> Int {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: parent) else { return 0 }
+        // readdir, not FileManager: the folder may hold thousands of names (`/tmp`), and this
+        // runs before every spooled run.
+        guard let listing = opendir(parent) else { return 0 }
+        var names: [String] = []
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name.hasPrefix(folderPrefix) { names.append(name) }
+        }
+        closedir(listing)
         var removed = 0
-        for name in names where name.hasPrefix(folderPrefix) {
+        for name in names {
             let rest = name.dropFirst(folderPrefix.count)
             guard let dash = rest.firstIndex(of: "-"), let pid = Int32(rest[..<dash]), pid > 0 else { continue }
             let path = (parent as NSString).appendingPathComponent(name)
