@@ -36,12 +36,22 @@ extension AASAFetchCommand {
     /// `address-space-exhausted` (exit 2) when the limit leaves no room to start. Idempotent.
     public static func prepareProcess() {
         StandardStreams.reserveStandardDescriptors()
+        // The Swift runtime reads the command line from /proc/self/cmdline: without /proc (a bare
+        // chroot or sandbox) it is empty, not even the program's name, and the run would go on as
+        // if given no options at all.
+        if CommandLine.arguments.isEmpty {
+            exit(reporting: argumentsUnreadable, console: .standard)
+        }
         ProcessLimits.raiseDescriptorLimit()
         AddressSpace.fitLimit()
         if let failure = addressSpaceShortage ?? threadShortage {
             exit(reporting: failure, console: console(for: Array(CommandLine.arguments.dropFirst())))
         }
     }
+
+    static let argumentsUnreadable = CommandFailure(
+        code: "arguments-unreadable",
+        message: "the command line cannot be read: /proc is not mounted here, and the Swift runtime reads the arguments from /proc/self/cmdline; mount proc on /proc (mount -t proc proc /proc) or run the tool where it is")
 
     /// Judged once, at the first ``prepareProcess()``, before the runtime starts its threads.
     private static let threadShortage = ProcessLimits.threadShortageAtStart()

@@ -275,6 +275,22 @@ struct HostileEnvironmentTests {
         #expect(outcomes == ["short", "fetched"], "the limits tried must cover both a shortage and a whole run")
     }
 
+    /// Without `/proc` (a bare chroot or sandbox) the Swift runtime cannot read the command line
+    /// (`/proc/self/cmdline`): `arguments-unreadable` (exit 2). Before: the arguments were empty,
+    /// so `--domain …` ran as a bare `fetch` and failed with a usage error about options that had
+    /// been given.
+    @Test(.enabled(if: geteuid() == 0 && ChildProcess.find("unshare") != nil))
+    func withoutProcTheCommandLineIsNamedUnreadable() throws {
+        for arguments in ["--domain applinks:example.com --json", "--version", "lint /dev/null"] {
+            let run = try Self.shell("exec unshare -m /bin/sh -c 'umount -l /proc || exit 99; exec \"$AASA\" \(arguments)'")
+            guard run.status != 99 else { return }  // /proc cannot be unmounted here
+            #expect(run.status == 2, "\(arguments): \(run.status) \(run.standardError)")
+            #expect(run.standardError.hasPrefix("aasa-fetch: arguments-unreadable: the command line cannot be read: /proc is not mounted"),
+                    "\(arguments): \(run.standardError)")
+            #expect(run.standardOutput.isEmpty)
+        }
+    }
+
     /// A cgroup of its own with a `pids` limit (the v1 `pids` controller, or cgroup v2 with it
     /// enabled), where this test may put a child; `nil` where none can be made (not root, no
     /// such controller). The caller removes it.
