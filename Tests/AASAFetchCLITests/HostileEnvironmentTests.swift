@@ -122,6 +122,28 @@ struct HostileEnvironmentTests {
         return try shell("\(launcher) \"$AASA\" \(arguments)", timeout: timeout)
     }
 
+    /// Checks a `--json` run under a limit of the process: every host is `ok` or the shortage's
+    /// `code`, the run exits 2 naming the code exactly when some host is short, and only the `ok`
+    /// hosts are recorded (a shortage is never a host's failure). Returns whether any was short.
+    static func expectShortageNeverBlamed(_ run: ChildProcess.Output, hosts: [String], code: String, cache: String, context: String) throws -> Bool {
+        let codes = Dictionary(uniqueKeysWithValues: (run.jsonObject?["domains"] as? [[String: Any]] ?? []).compactMap { domain in
+            (domain["host"] as? String).map { ($0, domain["code"] as? String ?? "") }
+        })
+        #expect(codes.count == hosts.count, "\(context)")
+        #expect(codes.values.allSatisfy { $0 == "ok" || $0 == code }, "\(context): \(codes)")
+        let short = codes.values.contains(code)
+        #expect(run.status == (short ? 2 : 0), "\(context): \(codes)")
+        if short {
+            #expect(run.standardError.contains("aasa-fetch: \(code):"), "\(context)")
+        }
+        let stored = try storedCodes(cache)
+        for host in hosts {
+            let expected: String? = codes[host] == "ok" ? "ok" : nil
+            #expect(stored[host] == .some(expected), "\(context): \(host) stored as \(String(describing: stored[host])), fetched \(codes[host] ?? "-")")
+        }
+        return short
+    }
+
     static func storedCodes(_ cache: String) throws -> [String: String?] {
         let shown = try ToolRunner.run(["show", "--json"], cache: cache)
         #expect(shown.status == 0, "\(shown.stderr)")
@@ -254,22 +276,8 @@ struct HostileEnvironmentTests {
         for limit in 10...40 {
             let cache = work.appendingPathComponent("cache\(limit)").path
             let run = try Self.limitedRun("ulimit -n \(limit) && exec", hosts: hosts, extra: ["--threads", "2"], cache: cache, server, ca)
-            let object = run.jsonObject
-            let codes = Dictionary(uniqueKeysWithValues: (object?["domains"] as? [[String: Any]] ?? []).compactMap { domain in
-                (domain["host"] as? String).map { ($0, domain["code"] as? String ?? "") }
-            })
-            #expect(codes.count == 3, "ulimit -n \(limit): \(run.standardError.prefix(600))")
-            #expect(codes.values.allSatisfy { $0 == "ok" || $0 == "descriptors-exhausted" }, "ulimit -n \(limit): \(codes)")
-            let short = codes.values.contains("descriptors-exhausted")
-            #expect(run.status == (short ? 2 : 0), "ulimit -n \(limit): \(codes) \(run.standardError.prefix(600))")
-            if short {
-                #expect(run.standardError.contains("aasa-fetch: descriptors-exhausted:"), "ulimit -n \(limit): \(run.standardError.prefix(600))")
-            }
-            let stored = try Self.storedCodes(cache)
-            for host in hosts {
-                let expected: String? = codes[host] == "ok" ? "ok" : nil
-                #expect(stored[host] == .some(expected), "ulimit -n \(limit): \(host) stored as \(String(describing: stored[host])), fetched \(codes[host] ?? "-")")
-            }
+            let short = try Self.expectShortageNeverBlamed(run, hosts: hosts, code: "descriptors-exhausted", cache: cache,
+                                                           context: "ulimit -n \(limit): exit \(run.status), \(run.standardError.prefix(600))")
             outcomes.insert(short ? "short" : "fetched")
         }
         #expect(outcomes == ["short", "fetched"], "the limits tried must cover both a shortage and a whole run")
@@ -344,21 +352,7 @@ struct HostileEnvironmentTests {
                 outcomes.insert("refused")
                 continue
             }
-            let codes = Dictionary(uniqueKeysWithValues: (object?["domains"] as? [[String: Any]] ?? []).compactMap { domain in
-                (domain["host"] as? String).map { ($0, domain["code"] as? String ?? "") }
-            })
-            #expect(codes.count == hosts.count, "\(context)")
-            #expect(codes.values.allSatisfy { $0 == "ok" || $0 == "threads-exhausted" }, "\(context): \(codes)")
-            let short = codes.values.contains("threads-exhausted")
-            #expect(run.status == (short ? 2 : 0), "\(context)")
-            if short {
-                #expect(run.standardError.contains("aasa-fetch: threads-exhausted:"), "\(context)")
-            }
-            let stored = try Self.storedCodes(cache)
-            for host in hosts {
-                let expected: String? = codes[host] == "ok" ? "ok" : nil
-                #expect(stored[host] == .some(expected), "\(context): \(host) stored as \(String(describing: stored[host]))")
-            }
+            let short = try Self.expectShortageNeverBlamed(run, hosts: hosts, code: "threads-exhausted", cache: cache, context: context)
             outcomes.insert(short ? "short" : run.standardError.contains("lowered to") ? "fitted" : "fetched")
         }
         #expect(outcomes.isSuperset(of: ["refused", "fitted", "fetched"]), "\(outcomes)")
