@@ -408,6 +408,59 @@ struct HostileEnvironmentTests {
         }
     }
 
+    /// The limit on threads shrinks under a running fetch: the hosts whose names libcurl's
+    /// resolver could not get a thread for are `threads-exhausted` (exit 2, not recorded), never
+    /// `dns-failure`. The names resolve through `/etc/hosts` (bind-mounted in a mount namespace of
+    /// the child's), so every host's download asks the resolver for a thread.
+    @Test(.enabled(if: geteuid() == 0 && ChildProcess.find("unshare") != nil))
+    func aResolverWithoutAThreadIsNeverTheHostsFailure() async throws {
+        guard let group = Self.pidsGroup() else { return }
+        defer {
+            try? Data("max".utf8).write(to: URL(fileURLWithPath: group + "/pids.max"))
+            for _ in 0..<100 where rmdir(group) != 0 && errno == EBUSY { usleep(20_000) }
+        }
+        let work = try Self.folder("resolver")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let release = work.appendingPathComponent("release").path
+        let held = FaultBehavior.holdUntilFile(release, body: Self.good, headers: [("Content-Type", "application/json")])
+        let hosts = (0..<12).map { "r\($0).fault.test" }
+        let (server, ca) = try await Self.server(hosts: Dictionary(uniqueKeysWithValues: hosts.map { ($0, held) }))
+        defer { server.stop() }
+        let hostsFile = work.appendingPathComponent("hosts")
+        try Data(("127.0.0.1 localhost\n" + hosts.map { "127.0.0.1 \($0)\n" }.joined()).utf8).write(to: hostsFile)
+        let cache = work.appendingPathComponent("cache").path
+        // Every host by its own name, at the server's port (`:::PORT` keeps the name).
+        let arguments = (hosts.flatMap { ["--domain", "applinks:\($0)"] }
+            + ["--concurrency", "2", "--json", "--cache", cache, "--cacert", ca.caCertPath, "--connect-to", ":::\(server.port)",
+               "--allow-private", "--retry-delays", "", "--connect-timeout", "5", "--max-time", "60", "--quiet", "--app-id", Self.appID])
+            .map(Self.quoted).joined(separator: " ")
+        let inner = "mount --bind \(Self.quoted(hostsFile.path)) /etc/hosts && echo $$ > \(Self.quoted(group + "/cgroup.procs")) && exec \"$AASA\" \(arguments)"
+        let output = work.appendingPathComponent("stdout"), errors = work.appendingPathComponent("stderr")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec unshare -m /bin/sh -c \(Self.quoted(inner)) > \(Self.quoted(output.path)) 2> \(Self.quoted(errors.path))"]
+        process.environment = ChildProcess.inheritedEnvironment.merging(["AASA": ToolRunner.binary, "NO_COLOR": "1"]) { $1 }
+        try process.run()
+        defer { ChildProcess.terminate(process) }
+        // Both downloads the run starts are held at the server; then no thread may be started.
+        let bothHeld = await waitUntil(timeout: .seconds(60)) { server.requests().filter { $0.event == "request" }.count >= 2 }
+        #expect(bothHeld, "\((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
+        let current = try String(contentsOfFile: group + "/pids.current", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        try Data(current.utf8).write(to: URL(fileURLWithPath: group + "/pids.max"))
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        // The ten other names cannot be resolved now; then the limit goes, so that nothing else
+        // of the process waits on it.
+        try await Task.sleep(for: .seconds(3))
+        try Data("max".utf8).write(to: URL(fileURLWithPath: group + "/pids.max"))
+        #expect(ChildProcess.waitForExit(process, timeout: .seconds(60)))
+        let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        let run = ChildProcess.Output(status: process.terminationStatus, standardOutput: (try? String(contentsOf: output, encoding: .utf8)) ?? "",
+                                      standardError: stderr)
+        let short = try Self.expectShortageNeverBlamed(run, hosts: hosts, code: "threads-exhausted", cache: cache, context: "exit \(run.status): \(stderr)")
+        #expect(short, "no host met the limit")
+        #expect(stderr.contains("aasa-fetch: threads-exhausted: 10 hosts could not be fetched"), "\(stderr)")
+    }
+
     // MARK: - Address space
 
     /// Under `ulimit -v`, a server whose chunked trailers never end cannot push the tool past the

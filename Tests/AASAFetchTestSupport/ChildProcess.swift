@@ -25,6 +25,13 @@ public enum ChildProcess {
         public var standardOutput: String
         /// Everything written to standard error.
         public var standardError: String
+
+        /// An output read some other way (a child started by the test itself).
+        public init(status: Int32, standardOutput: String, standardError: String) {
+            self.status = status
+            self.standardOutput = standardOutput
+            self.standardError = standardError
+        }
     }
 
     /// This process's environment without the `AASA_FETCH_*` variables, which would otherwise set
