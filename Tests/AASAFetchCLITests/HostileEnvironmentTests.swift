@@ -314,6 +314,23 @@ struct HostileEnvironmentTests {
         return nil
     }
 
+    /// Removes a group made by ``pidsGroup()``: its limit lifted, then the folder, once the
+    /// kernel has reaped the last child in it.
+    static func removePidsGroup(_ group: String) {
+        try? Data("max".utf8).write(to: URL(fileURLWithPath: group + "/pids.max"))
+        for _ in 0..<100 where rmdir(group) != 0 && errno == EBUSY { usleep(20_000) }
+    }
+
+    /// A server that holds each of 12 hosts (`PREFIX0.fault.test` …) until the file `release` (in
+    /// `work`) exists.
+    static func heldHosts(_ prefix: String, in work: URL) async throws -> (server: FaultServer, ca: TestCA, hosts: [String], release: String) {
+        let release = work.appendingPathComponent("release").path
+        let held = FaultBehavior.holdUntilFile(release, body: Self.good, headers: [("Content-Type", "application/json")])
+        let hosts = (0..<12).map { "\(prefix)\($0).fault.test" }
+        let (server, ca) = try await Self.server(hosts: Dictionary(uniqueKeysWithValues: hosts.map { ($0, held) }))
+        return (server, ca, hosts, release)
+    }
+
     /// A limit on the process's threads (a cgroup's `pids.max`, what a container's
     /// `--pids-limit` or a systemd unit's `TasksMax` sets): the run fetches, lowers
     /// `--concurrency` and `--threads` to fit, or ends with `threads-exhausted` (exit 2), and never
@@ -323,10 +340,7 @@ struct HostileEnvironmentTests {
     /// a curl loop that Foundation's `Thread` could not start was given transfers).
     @Test func aLimitOnThreadsIsMetOrNamedNeverAHang() async throws {
         guard let group = Self.pidsGroup() else { return }  // not root, or no pids controller here
-        defer {
-            // Empty once the last child is reaped by the kernel.
-            for _ in 0..<100 where rmdir(group) != 0 && errno == EBUSY { usleep(20_000) }
-        }
+        defer { Self.removePidsGroup(group) }
         let (server, ca) = try await Self.server()
         defer { server.stop() }
         let work = try Self.folder("pids")
@@ -365,12 +379,9 @@ struct HostileEnvironmentTests {
     func aDescriptorShortageIsNeverRecordedAsTheHostsFailure() async throws {
         let work = try Self.folder("shortage")
         defer { try? FileManager.default.removeItem(at: work) }
-        let release = work.appendingPathComponent("release").path
-        let held = FaultBehavior.holdUntilFile(release, body: Self.good, headers: [("Content-Type", "application/json")])
         // Every host is held: the two the run starts first (which two is the scheduler's business)
         // have their sockets when the limit comes; the ten others can get none.
-        let hosts = (0..<12).map { "s\($0).fault.test" }
-        let (server, ca) = try await Self.server(hosts: Dictionary(uniqueKeysWithValues: hosts.map { ($0, held) }))
+        let (server, ca, hosts, release) = try await Self.heldHosts("s", in: work)
         defer { server.stop() }
         let cache = work.appendingPathComponent("cache").path
         let process = Process()
@@ -415,16 +426,10 @@ struct HostileEnvironmentTests {
     @Test(.enabled(if: geteuid() == 0 && ChildProcess.find("unshare") != nil))
     func aResolverWithoutAThreadIsNeverTheHostsFailure() async throws {
         guard let group = Self.pidsGroup() else { return }
-        defer {
-            try? Data("max".utf8).write(to: URL(fileURLWithPath: group + "/pids.max"))
-            for _ in 0..<100 where rmdir(group) != 0 && errno == EBUSY { usleep(20_000) }
-        }
+        defer { Self.removePidsGroup(group) }
         let work = try Self.folder("resolver")
         defer { try? FileManager.default.removeItem(at: work) }
-        let release = work.appendingPathComponent("release").path
-        let held = FaultBehavior.holdUntilFile(release, body: Self.good, headers: [("Content-Type", "application/json")])
-        let hosts = (0..<12).map { "r\($0).fault.test" }
-        let (server, ca) = try await Self.server(hosts: Dictionary(uniqueKeysWithValues: hosts.map { ($0, held) }))
+        let (server, ca, hosts, release) = try await Self.heldHosts("r", in: work)
         defer { server.stop() }
         let hostsFile = work.appendingPathComponent("hosts")
         try Data(("127.0.0.1 localhost\n" + hosts.map { "127.0.0.1 \($0)\n" }.joined()).utf8).write(to: hostsFile)
