@@ -19,13 +19,15 @@ struct ProcessLimitsTests {
         #expect(ProcessLimits.pidsLimit(cgroups: "garbage\n0::\n", read: read) == nil)
     }
 
-    /// The thread probe starts what it is asked for (no limit here, or a loose one) and leaves
-    /// no thread behind.
-    @Test func theThreadProbeStartsAndEndsItsThreads() throws {
-        let before = try #require(ProcessLimits.threadsRunning)
-        #expect(ProcessLimits.startableThreads(upTo: 40) == 40)
+    /// The thread probe starts what it is asked for (no limit here, or a loose one), again and
+    /// again: it joins its threads before it returns (a count of this process's threads would
+    /// be disturbed by the tests running beside it).
+    @Test func theThreadProbeStartsWhatItIsAskedFor() throws {
+        #expect(try #require(ProcessLimits.threadsRunning) >= 1)
+        for _ in 0..<3 {
+            #expect(ProcessLimits.startableThreads(upTo: 40) == 40)
+        }
         #expect(ProcessLimits.startableThreads(upTo: 0) == 0)
-        #expect(try #require(ProcessLimits.threadsRunning) <= before + 2, "probe threads left running")
     }
 
     /// Every curl loop holds its multi handle's socket pair, its epoll set and eventfd and its

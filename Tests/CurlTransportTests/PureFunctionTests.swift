@@ -200,7 +200,8 @@ struct LoopRoutingTests {
         #expect(kinds.last == .threadsExhausted, "\(kinds)")
         for client in [oneDown, noneUp] {
             await client.shutdown()
-            #expect(client.loopThreadExited)
+            // A running loop marks its thread exited just after it lets shutdown() return.
+            #expect(await waitUntil(timeout: .seconds(5), interval: .milliseconds(5)) { client.loopThreadExited })
         }
     }
 
