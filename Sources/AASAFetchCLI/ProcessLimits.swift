@@ -151,6 +151,10 @@ enum ProcessLimits {
         return smallest
     }
 
+    /// Whether a limit on this process's threads is in sight (``processLimit``, ``pidsLimit``):
+    /// read once, at start, so a run without one reads the cgroup files once.
+    static let threadLimitInSight = processLimit != nil || pidsLimit != nil
+
     /// What limits this process's threads, for messages.
     static var threadLimitText: String {
         if let pids = pidsLimit { return "its cgroup's pids.max is \(pids)" }
@@ -207,7 +211,7 @@ enum ProcessLimits {
     /// end it with when a limit on its threads leaves fewer than ``runtimeThreadsNeeded``; `nil`
     /// when there is room or no limit in sight (then nothing is probed).
     static func threadShortageAtStart() -> CommandFailure? {
-        guard processLimit != nil || pidsLimit != nil else { return nil }
+        guard threadLimitInSight else { return nil }
         let room = startableThreads(upTo: runtimeThreadsNeeded)
         guard room < runtimeThreadsNeeded else { return nil }
         return threadsExhausted(room: room, needed: runtimeThreadsNeeded)
@@ -224,7 +228,7 @@ enum ProcessLimits {
     /// so once on standard error.
     /// - Throws: `threads-exhausted` when not even one loop and one download fit.
     static func fitThreads(concurrency: Int, loops: Int, extraLoops: Int, console: Console) throws(CommandFailure) -> (concurrency: Int, loops: Int) {
-        guard processLimit != nil || pidsLimit != nil else { return (concurrency, loops) }
+        guard threadLimitInSight else { return (concurrency, loops) }
         let toCome = max(0, 1 + runtimeThreadsNeeded - (threadsRunning ?? 1))
         let wanted = toCome + extraLoops + loops + concurrency
         let room = startableThreads(upTo: wanted)
@@ -234,21 +238,19 @@ enum ProcessLimits {
         let fittedLoops = min(loops, max(1, spare / 4))
         let fitted = min(concurrency, spare - fittedLoops)
         let reason = "this process can start only \(room) more threads (\(threadLimitText)); each curl loop is a thread, and so is each name being resolved"
-        if fitted < concurrency { note("--concurrency \(concurrency) lowered to \(fitted): \(reason)", console: console) }
-        if fittedLoops < loops { note("--threads \(loops) lowered to \(fittedLoops): \(reason)", console: console) }
+        if fitted < concurrency { note("--concurrency \(concurrency) lowered to \(fitted): \(reason)", once: "threads", console: console) }
+        if fittedLoops < loops { note("--threads \(loops) lowered to \(fittedLoops): \(reason)", once: "loops", console: console) }
         return (fitted, fittedLoops)
     }
 
-    private static let notes = Mutex<Set<String>>([])
+    private static let noted = Mutex<Set<String>>([])
 
-    /// Writes `text` as a note on standard error, once per process.
-    private static func note(_ text: String, console: Console) {
-        if notes.withLock({ $0.insert(text).inserted }) {
+    /// Writes `text` as a note on standard error, the first time a note of kind `key` comes.
+    private static func note(_ text: String, once key: String, console: Console) {
+        if noted.withLock({ $0.insert(key).inserted }) {
             console.err("aasa-fetch: note: \(text)")
         }
     }
-
-    private static let noted = Mutex(false)
 
     /// `requested` lowered to what the open-file limit and the address-space limit allow with
     /// `loops` curl loops; says so once on standard error.
@@ -276,13 +278,7 @@ enum ProcessLimits {
             }
         }
         guard let reason else { return requested }
-        let first = noted.withLock { noted in
-            defer { noted = true }
-            return !noted
-        }
-        if first {
-            console.err("aasa-fetch: note: --concurrency \(requested) lowered to \(result): \(reason)")
-        }
+        note("--concurrency \(requested) lowered to \(result): \(reason)", once: "concurrency", console: console)
         return result
     }
 }
