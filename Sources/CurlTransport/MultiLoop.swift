@@ -253,7 +253,10 @@ final class MultiLoop {
             queueHead = 0
             // Nothing left to start: slots another loop handed over go back (or on to a loop in line).
             wake(group.slots.idle(loop: index))
-        } else if queueHead > 1024, queueHead * 2 > queued.count {
+        } else if queueHead >= 16, queueHead * 2 >= queued.count {
+            // A spent entry still holds its request and completion (and what that captured: the
+            // host's plan): drop them once they are half the queue (amortised O(1) per entry).
+            // Waiting for a full queue kept nearly every host of a paced run until its end.
             queued.removeFirst(queueHead)
             queueHead = 0
         }

@@ -155,6 +155,34 @@ struct MultiLoopTests {
         #expect(order == ["first.fault.test/", "slow.fault.test/", "first.fault.test/again", "q1.fault.test/", "q2.fault.test/"], "\(order)")
     }
 
+    /// A transfer that a loop has started lets go of its completion (and what that captured: in a
+    /// run, the host's plan) while later ones still wait in the queue: a long queue drained one
+    /// slot at a time kept every started entry until the queue was empty.
+    @Test func aStartedTransferIsNotKeptByTheQueue() async throws {
+        var slow = FaultBehavior.respond(body: "{}")
+        slow.delay = 0.05
+        let (server, ca) = try await startFaultServer(FaultScript(default: slow))
+        defer { server.stop() }
+        let client = CurlClient(maxConnections: 1, threads: 1)
+        let log = CompletionLog()
+        let released = Mutex<Set<Int>>([])
+        for index in 0..<100 {
+            let token = ReleaseToken { released.withLock { _ = $0.insert(index) } }
+            let record = log.completion(index)
+            client.start(faultRequest(server, ca, host: "q\(index).fault.test")) { result in
+                withExtendedLifetime(token) { record(result) }
+            }
+        }
+        // 40 transfers of 50 ms each are still to come when this looks.
+        #expect(await log.wait(for: 60))
+        let early = released.withLock { $0.filter { $0 < 40 } }
+        #expect(log.count < 100, "the queue drained before the check")
+        #expect(early.count == 40, "kept by the loop after they ran: \(Set(0..<40).subtracting(early).sorted())")
+        #expect(await log.wait(for: 100))
+        await client.shutdown()
+        #expect(log.results.values.allSatisfy { $0.count == 1 && (try? $0[0].get().status) == 200 })
+    }
+
     /// The loops share one DNS cache: a `resolve` entry given to a transfer on one loop lets a
     /// transfer on another loop reach a name that does not resolve otherwise.
     @Test func dnsCacheIsSharedByTheLoops() async throws {
@@ -238,5 +266,18 @@ extension Result where Success == TransferResponse, Failure == TransferFailure {
         transport.start(TransferRequest(url: "https://a.test/"), completion: log.completion(0))
         #expect(await log.wait(for: 1))
         #expect((try? log.results[0]?.first?.get().status) == 200)
+    }
+}
+
+/// Calls `onRelease` when the last reference to it goes: what a completion captured is released.
+final class ReleaseToken: Sendable {
+    private let onRelease: @Sendable () -> Void
+
+    init(_ onRelease: @escaping @Sendable () -> Void) {
+        self.onRelease = onRelease
+    }
+
+    deinit {
+        onRelease()
     }
 }
