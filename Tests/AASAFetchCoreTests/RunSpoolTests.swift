@@ -214,6 +214,29 @@ struct RunSpoolTests {
         #expect(throws: SpoolError.self) { try RunSpool(parent: "/proc/no-such-dir", prioritizer: DomainPrioritizer(region: nil)) }
     }
 
+    /// The sweep reads an entry's name from its record alone: a short record that ends where
+    /// unmapped memory begins (as the last one of `readdir`'s buffer can) is read without a crash.
+    /// Copying the whole `dirent` out of it read 256 bytes of name and crashed about one spooled
+    /// run in a hundred.
+    @Test func anEntryNameIsReadToItsRecordsEndOnly() throws {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let mapped = mmap(nil, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        try #require(mapped != MAP_FAILED)
+        let pages = try #require(mapped)
+        defer { munmap(pages, 2 * page) }
+        #expect(mprotect(pages + page, page, PROT_NONE) == 0)
+        let name = "aasa-fetch-spool-42-x"
+        let nameOffset = try #require(MemoryLayout<dirent>.offset(of: \dirent.d_name))
+        let length = (nameOffset + name.utf8.count + 1 + 7) & ~7
+        let record = pages + page - length
+        let lengthOffset = try #require(MemoryLayout<dirent>.offset(of: \dirent.d_reclen))
+        record.storeBytes(of: UInt16(length), toByteOffset: lengthOffset, as: UInt16.self)
+        for (index, byte) in (Array(name.utf8) + [0]).enumerated() {
+            record.storeBytes(of: byte, toByteOffset: nameOffset + index, as: UInt8.self)
+        }
+        #expect(RunSpool.entryName(UnsafePointer(record.assumingMemoryBound(to: dirent.self))) == name)
+    }
+
     /// A spool folder that an ended run left (its lock free, its process gone) is removed by the
     /// next spool made in the same parent; a live spool (locked), a folder whose process lives, a
     /// locked one, a file, a link and other names are left as they are.

@@ -222,9 +222,7 @@ public final class RunSpool: Sendable {
         guard let listing = opendir(parent) else { return 0 }
         var names: [String] = []
         while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = entryName(entry)
             if name.hasPrefix(folderPrefix) { names.append(name) }
         }
         closedir(listing)
@@ -244,6 +242,18 @@ public final class RunSpool: Sendable {
             if (try? FileManager.default.removeItem(atPath: path)) != nil { removed += 1 }
         }
         return removed
+    }
+
+    /// Where `d_name` starts in a `dirent` record.
+    private static let entryNameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+
+    /// The name of an entry that `readdir` returned, read from the entry's own record only. The
+    /// kernel packs the records of a listing at their length (`d_reclen`, as short as 24 bytes), so
+    /// copying a whole `dirent` or its 256-byte `d_name` out of the last record of the buffer
+    /// reads past the buffer's end, and crashed a run now and then where that end met unmapped
+    /// memory.
+    package static func entryName(_ entry: UnsafePointer<dirent>) -> String {
+        String(cString: (UnsafeRawPointer(entry) + entryNameOffset).assumingMemoryBound(to: CChar.self))
     }
 
     // MARK: - Pass 1: entries
