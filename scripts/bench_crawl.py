@@ -125,6 +125,26 @@ print(json.dumps([wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.wai
 """
 
 
+def describe_status(status):
+    """An exit status as os.waitstatus_to_exitcode gives it, in words."""
+    import signal
+    if status < 0:
+        try:
+            return f"was killed by signal {-status} ({signal.Signals(-status).name})"
+        except ValueError:
+            return f"was killed by signal {-status}"
+    return f"exited with status {status}"
+
+
+def checked(runs, run, what):
+    """Adds a run's figures to runs unless the tool failed (a crash or an error is reported on
+    stderr and never counted as a fast run)."""
+    if run[3] != 0:
+        sys.stderr.write(f"warning: one {what} run {describe_status(run[3])}; its figures are left out\n")
+        return
+    runs.append(run)
+
+
 def measure(cmd, stdout_path):
     """Runs cmd; returns (wall seconds, cpu seconds, peak RSS KiB, exit status, nginx cpu seconds,
     [(thread name, cpu seconds)])."""
@@ -156,6 +176,8 @@ def startup_rss(binary, curl):
 
 def median_run(runs):
     """The run with the median wall time."""
+    if not runs:
+        sys.exit("error: every run of a row failed (see the warnings above)")
     return sorted(runs, key=lambda r: r[0])[len(runs) // 2]
 
 
@@ -303,10 +325,10 @@ http {{
                 for _ in range(max(1, args.repeat)) if not (args.cdn and args.cdn_only) else []:
                     for label, cmd in variants:
                         fresh_store()
-                        ours_runs[label].append(measure(cmd, f"{work}/ours.json"))
+                        checked(ours_runs[label], measure(cmd, f"{work}/ours.json"), label)
                         ok_ours[label] = count_ok(f"{work}/ours.json") if args.output == "json" else count_human(f"{work}/ours.json")
                     if not args.skip_curl:
-                        curl_runs.append(measure(curl_cmd, f"{work}/curl.out"))
+                        checked(curl_runs, measure(curl_cmd, f"{work}/curl.out"), "curl")
                 if args.cdn:
                     cdn_cmd = variants[0][1] + ["--route", "cdn", "--cdn-base", "https://cdn.bench.test/a/v1/"]
                     cdn_runs = []
@@ -314,10 +336,10 @@ http {{
                     other_runs = []
                     for _ in range(max(1, args.repeat)):
                         fresh_store()
-                        cdn_runs.append(measure(cdn_cmd, f"{work}/cdn.json"))
+                        checked(cdn_runs, measure(cdn_cmd, f"{work}/cdn.json"), "CDN")
                         if args.compare and args.cdn_only:
                             fresh_store()
-                            other_runs.append(measure(other, f"{work}/cdn.json"))
+                            checked(other_runs, measure(other, f"{work}/cdn.json"), "CDN compare")
                     if other_runs:
                         b = median_run(other_runs)
                         a = median_run(cdn_runs)

@@ -32,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_crawl import RUNNER, make_site, start_delay_proxy  # noqa: E402
+from bench_crawl import RUNNER, describe_status, make_site, start_delay_proxy  # noqa: E402
 
 APP = "ABCDE12345.com.example.app"
 BODY = '{"applinks":{"details":[{"appIDs":["%s"],"components":[{"/":"/buy/*"}]}]}}' % APP
@@ -140,12 +140,16 @@ http {{
             # whenever that is larger (it read 118 MiB for a 1,000,000-host run whose tool peaked at 48).
             report_line = subprocess.run([sys.executable, "-I", "-S", "-c", RUNNER, json.dumps(cmd), f"{work}/out.json"],
                                          check=True, capture_output=True, text=True, env=env).stdout
-            wall, cpu, maxrss, _, _ = json.loads(report_line)
+            wall, cpu, maxrss, status, _ = json.loads(report_line)
             try:
                 report = json.load(open(f"{work}/out.json"))
                 codes = collections.Counter(d.get("code") for d in report.get("domains", []))
             except ValueError:
                 codes = collections.Counter(["(no JSON)"])
+            if status not in (0, 1):
+                # A crash or a run error: said in the row, never read as a fast, small run.
+                codes[describe_status(status).removeprefix("was ")] += 1
+                sys.stderr.write(f"warning: run {label} at C = {c} {describe_status(status)}\n")
             print(f"{c:>5} {label:>6} | {maxrss / 1024:>12.1f} {1000 * cpu / args.hosts:>11.3f} {args.hosts / wall:>8.0f} | "
                   + ", ".join(f"{k} {v}" for k, v in codes.most_common()))
             sys.stdout.flush()
