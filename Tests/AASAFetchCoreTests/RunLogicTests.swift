@@ -361,9 +361,16 @@ struct RunLogicTests {
     }
 
     /// A transport that answers every request after a short pause and keeps the most requests
-    /// it ever had under way at once.
+    /// it ever had under way at once. Until `holdUntil` requests have been under way at once
+    /// (or 10 s went by), none is answered: whether the window ever has that many under way then
+    /// does not depend on how fast a loaded machine runs the requests it started first.
     final class CountingTransport: HTTPTransferring {
         private let counts = Mutex((now: 0, most: 0, total: 0))
+        private let holdUntil: Int
+
+        init(holdUntil: Int = 0) {
+            self.holdUntil = holdUntil
+        }
 
         var most: Int { counts.withLock { $0.most } }
         var total: Int { counts.withLock { $0.total } }
@@ -373,6 +380,10 @@ struct RunLogicTests {
                 counts.now += 1
                 counts.total += 1
                 counts.most = max(counts.most, counts.now)
+            }
+            let held = ContinuousClock.now
+            while most < holdUntil, ContinuousClock.now - held < .seconds(10) {
+                try? await Task.sleep(for: .milliseconds(1))
             }
             try? await Task.sleep(for: .milliseconds(2))
             counts.withLock { $0.now -= 1 }
@@ -389,7 +400,7 @@ struct RunLogicTests {
         var options = Self.options
         options.concurrency = 400
         let count = 3 * CDNFetcher.maxStreams
-        let cdnTransport = CountingTransport()
+        let cdnTransport = CountingTransport(holdUntil: CDNFetcher.maxStreams)
         let originTransport = CountingTransport()
         let fetcher = RouteFetcher(origin: AASAFetcher(transport: originTransport, options: options),
                                    cdn: CDNFetcher(transport: cdnTransport, options: options, base: Self.cdnBase))
@@ -410,9 +421,12 @@ struct RunLogicTests {
         #expect(cdnTransport.total == count)
         #expect(cdnTransport.most == CDNFetcher.maxStreams, "at most (and, with enough hosts, exactly) one connection's streams")
 
-        let origin = await fetcher.fetchAll((0..<count).map { PlannedFetch(host: "o\($0).test", route: .origin, tier: 0, entryIndexes: []) })
+        let heldOrigin = CountingTransport(holdUntil: CDNFetcher.maxStreams + 1)
+        let originOnly = RouteFetcher(origin: AASAFetcher(transport: heldOrigin, options: options),
+                                      cdn: CDNFetcher(transport: cdnTransport, options: options, base: Self.cdnBase))
+        let origin = await originOnly.fetchAll((0..<count).map { PlannedFetch(host: "o\($0).test", route: .origin, tier: 0, entryIndexes: []) })
         #expect(origin.count == count)
-        #expect(originTransport.most > CDNFetcher.maxStreams, "the origin route is not held to the CDN's streams")
+        #expect(heldOrigin.most > CDNFetcher.maxStreams, "the origin route is not held to the CDN's streams")
     }
 
     // MARK: - Which step the diagnosis blames
