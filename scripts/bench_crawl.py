@@ -137,9 +137,10 @@ def describe_status(status):
 
 
 def checked(runs, run, what):
-    """Adds a run's figures to runs unless the tool failed (a crash or an error is reported on
-    stderr and never counted as a fast run)."""
-    if run[3] != 0:
+    """Adds a run's figures to runs unless the tool failed: a crash or a run error (aasa-fetch's
+    exit status 1 only says that some domains do not associate) is reported on stderr and never
+    counted as a fast run."""
+    if run[3] not in (0, 1):
         sys.stderr.write(f"warning: one {what} run {describe_status(run[3])}; its figures are left out\n")
         return
     runs.append(run)
