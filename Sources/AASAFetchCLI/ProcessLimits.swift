@@ -238,8 +238,8 @@ enum ProcessLimits {
         let fittedLoops = min(loops, max(1, spare / 4))
         let fitted = min(concurrency, spare - fittedLoops)
         let reason = "this process can start only \(room) more threads (\(threadLimitText)); each curl loop is a thread, and so is each name being resolved"
-        if fitted < concurrency { note("--concurrency \(concurrency) lowered to \(fitted): \(reason)", once: "threads", console: console) }
-        if fittedLoops < loops { note("--threads \(loops) lowered to \(fittedLoops): \(reason)", once: "loops", console: console) }
+        if fitted < concurrency { note("--concurrency \(concurrency) lowered to \(fitted): \(reason)", once: "concurrency under a thread limit", console: console) }
+        if fittedLoops < loops { note("--threads \(loops) lowered to \(fittedLoops): \(reason)", once: "loops under a thread limit", console: console) }
         return (fitted, fittedLoops)
     }
 
@@ -278,7 +278,7 @@ enum ProcessLimits {
             }
         }
         guard let reason else { return requested }
-        note("--concurrency \(requested) lowered to \(result): \(reason)", once: "concurrency", console: console)
+        note("--concurrency \(requested) lowered to \(result): \(reason)", once: "concurrency under a descriptor or address-space limit", console: console)
         return result
     }
 }
