@@ -32,6 +32,7 @@ import argparse
 import shlex
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -127,7 +128,6 @@ print(json.dumps([wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.wai
 
 def describe_status(status):
     """An exit status as os.waitstatus_to_exitcode gives it, in words."""
-    import signal
     if status < 0:
         try:
             return f"was killed by signal {-status} ({signal.Signals(-status).name})"
