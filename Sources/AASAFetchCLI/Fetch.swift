@@ -112,12 +112,8 @@ extension AASAFetchCommand {
                 }
             }
             let options = try network.fetchOptions()
-            // With the CDN (`cdn`, `both`), one connection to it, which HTTP/2 multiplexes (without
-            // the limit libcurl 7.88 opens one per transfer started before the first is up).
-            let client = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: routing.route == .origin ? 0 : 1, threads: options.threads)
-            let fetcher = RouteFetcher(
-                origin: AASAFetcher(transport: client, options: options),
-                cdn: CDNFetcher(transport: client, options: options, base: routing.cdnBase))
+            let clients = RouteClients(options: options, usesCDN: routing.route != .origin)
+            let fetcher = clients.fetcher(options: options, cdnBase: routing.cdnBase)
             let hosts = source.hostCount
             let progress = ProgressReporter(total: hosts, quiet: quiet, console: console)
             let streaming = StreamingRun(
@@ -125,7 +121,7 @@ extension AASAFetchCommand {
                 console: console, store: recordIn, progress: progress
             )
             let (summary, failure) = await streaming.run()
-            await client.shutdown()
+            await clients.shutdown()
             if let failure { throw failure }
             if let summary, summary.failed > 0 { throw ExitStatus.failure }
         }

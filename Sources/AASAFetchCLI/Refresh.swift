@@ -112,16 +112,14 @@ extension AASAFetchCommand {
             let clock: @Sendable () -> Date = { fixedNow ?? Date() }
             let effectiveRegion = region?.uppercased() ?? DomainPrioritizer.region(fromEnvironment: ProcessInfo.processInfo.environment)
             let batch = batchSize ?? max(16, options.concurrency * 4)
-            let client = CurlClient(maxConnections: options.concurrency, threads: options.threads)
-            // Rows recorded through the CDN are refreshed through it: one HTTP/2 connection, which a
-            // client of its own keeps (the origin client sets no per-host limit).
-            let cdnClient = CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1, threads: 1)
+            // Rows recorded through the CDN are refreshed through it, on a client of its own.
+            let clients = RouteClients(options: options, usesCDN: true)
+            let routes = clients.fetcher(options: options, cdnBase: cdnBase)
             // The webhook gets a client of its own: none of the hosts' network options apply to it.
             let notifyClient = notify.url == nil ? nil : CurlClient(maxConnections: 2, threads: 1)
             let notifier = notifyClient.map { notify.notifier(client: $0) } ?? nil
             var job = RefreshJob(
-                store: database, fetcher: AASAFetcher(transport: client, options: options),
-                cdn: CDNFetcher(transport: cdnClient, options: options, base: cdnBase),
+                store: database, fetcher: routes.origin, cdn: routes.cdn,
                 prioritizer: DomainPrioritizer(region: effectiveRegion), owner: owner ?? RefreshJob.makeOwner(),
                 batchSize: batch, leaseSeconds: lease.flatMap(IntervalParser.seconds) ?? Self.leaseSeconds(options: options, batch: batch),
                 retention: retention
@@ -131,13 +129,11 @@ extension AASAFetchCommand {
                 do {
                     try await runWorker(job, notifier: notifier, stop: stop, clock: clock, location: store.location, console: console)
                 } catch {
-                    await client.shutdown()
-                    await cdnClient.shutdown()
+                    await clients.shutdown()
                     await notifyClient?.shutdown()
                     throw error
                 }
-                await client.shutdown()
-                await cdnClient.shutdown()
+                await clients.shutdown()
                 await notifyClient?.shutdown()
                 return
             }
@@ -188,8 +184,7 @@ extension AASAFetchCommand {
                 if console.outputFailed { stop.stop() }
                 if !watch || stop.isStopped { break }
             } while !(await stop.sleep(for: .milliseconds(Int(pause * 1000))))
-            await client.shutdown()
-            await cdnClient.shutdown()
+            await clients.shutdown()
             await notifyClient?.shutdown()
             if let failure { throw failure }
             if watch {

@@ -234,22 +234,33 @@ struct FetchIntegrationTests {
     }
 
     /// Hosts sent to one server with `--connect-to` (a staging deploy) are still fetched
-    /// `--concurrency` at a time: the server holds every answer until all six requests are in.
-    @Test func connectToOneServerKeepsTheConcurrency() async throws {
+    /// `--concurrency` at a time, on every route: the server holds every origin answer until all
+    /// six origin requests are in (and answers the CDN's at once). With `--route cdn` the origin
+    /// serves `?mode=developer` entries. Before: with the CDN in the run, the one client's
+    /// per-host limit (one connection, for the CDN) counted every host sent to the server, so the
+    /// origin requests went one at a time and the barrier was never reached.
+    @Test(arguments: ["origin", "cdn", "both"])
+    func connectToOneServerKeepsTheConcurrency(route: String) async throws {
         let ca = try TestCA.shared()
         let hosts = (1...6).map { "s\($0).staging.test" }
         let server = try await FaultServer.start(
-            script: FaultScript(default: .barrier(count: hosts.count, body: Self.good, wait: 8)),
+            script: FaultScript(
+                default: .respond(headers: [("Content-Type", "application/json"), ("Apple-Origin-Format", "json")], body: Self.good),
+                paths: ["/.well-known/apple-app-site-association": .barrier(count: hosts.count, body: Self.good, wait: 8)]),
             certificate: try ca.leaf(for: ["*.staging.test"]))
         defer { server.stop() }
+        let mode = route == "cdn" ? "?mode=developer" : ""
         let result = try ToolRunner.run(["--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private",
                                          "--retry-delays", "", "--concurrency", "6", "--quiet", "--no-store", "--json",
-                                         "--app-id", Self.appID] + hosts.flatMap { ["--domain", "applinks:\($0)"] })
+                                         "--route", route, "--cdn-base", "https://cdn.staging.test/a/v1/",
+                                         "--app-id", Self.appID] + hosts.flatMap { ["--domain", "applinks:\($0)\(mode)"] })
         let report = try result.json()
         for host in hosts {
-            #expect(report.domain(host)?["code"] as? String == "ok", "\(host): \(report.domain(host) ?? [:])")
+            #expect(report.domain(host)?["code"] as? String == "ok", "\(route) \(host): \(report.domain(host) ?? [:])")
         }
-        #expect(result.status == 0, "\(result.stderr)")
+        let origin = server.requests().filter { $0.path == "/.well-known/apple-app-site-association" }
+        #expect(origin.count == hosts.count, "\(route): \(origin.count) origin requests")
+        #expect(result.status == 0, "\(route): \(result.stderr)")
     }
 
     /// Bad input: a clear message with a stable code and exit 2; usage errors exit 64.
