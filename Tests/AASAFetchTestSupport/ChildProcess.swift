@@ -50,7 +50,8 @@ public enum ChildProcess {
     ///   - executable: Absolute path of the program.
     ///   - arguments: Its arguments.
     ///   - environment: Extra environment variables (added to ``inheritedEnvironment``).
-    ///   - inherit: Whether to start from ``inheritedEnvironment``; with `false`, `environment` is all there is.
+    ///   - inherit: Whether to start from ``inheritedEnvironment``; with `false`, `environment` is all there is
+    ///     but for the sanitizers' settings (``TestSanitizer/settings``).
     ///   - workingDirectory: The folder it runs in (default: this process's).
     ///   - standardInput: A file to read standard input from (default: none, `/dev/null`).
     ///   - mergingStandardError: Whether standard error goes to the same file as standard output (`2>&1`).
@@ -86,7 +87,9 @@ public enum ChildProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.environment = inherit ? inheritedEnvironment.merging(environment) { _, new in new } : environment
+        process.environment = inherit
+            ? inheritedEnvironment.merging(environment) { _, new in new }
+            : TestSanitizer.settings.merging(environment) { _, new in new }
         if let workingDirectory { process.currentDirectoryURL = workingDirectory }
         if let standardInput {
             do {
@@ -169,6 +172,21 @@ public enum ChildProcess {
             return nil
         }
         return process
+    }
+}
+
+/// The sanitizer the suite runs under (`scripts/sanitize`, which sets `AASA_TEST_SANITIZER`), and the
+/// runtime settings it gives every process the tests start.
+public enum TestSanitizer {
+    /// `address` or `thread` under `scripts/sanitize`; `nil` otherwise.
+    public static var active: String? {
+        ProcessInfo.processInfo.environment["AASA_TEST_SANITIZER"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// `ASAN_OPTIONS` and `TSAN_OPTIONS` from this process's environment (where the reports go,
+    /// leaks not looked for), kept even for a child whose environment is otherwise fixed.
+    public static var settings: [String: String] {
+        ProcessInfo.processInfo.environment.filter { $0.key == "ASAN_OPTIONS" || $0.key == "TSAN_OPTIONS" }
     }
 }
 
