@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads the sanitizer reports of scripts/sanitize and fails when one names a defect.
 
-    python3 scripts/sanitizer_reports.py address|thread FOLDER
+    python3 scripts/sanitizer_reports.py address|thread FOLDER [BINARY]
 
 AddressSanitizer: every report is a defect (an out-of-bounds access, a use after free, a failed
 allocation). ThreadSanitizer: a race is a defect unless both accesses were made inside the body
@@ -10,11 +10,17 @@ see, so it reports every state a mutex guards as raced). Such a body is a closur
 guarded state `inout` and throws a typed error (its mangled name ends in `zYuYTXEfU_`, or in
 `tz_tYTXEfU_` for a tuple; `MUTEX_BODY`); an access made while such a body is on the stack was made
 holding the lock.
+
+A process that could not start the runtime's symbolizer (under a limit on threads or descriptors)
+writes frames as `<null> <null> (aasa-fetch+0xOFFSET)`; with BINARY, those of it are named here with
+llvm-symbolizer, so such a report is judged like the others.
 """
 import collections
 import glob
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 SEPARATOR = "=================="
@@ -24,10 +30,37 @@ SEPARATOR = "=================="
 MUTEX_BODY = r"z(Yu)?(_t)?YTXEfU\d*_(TA)?$"
 
 
-def reports(folder):
+UNNAMED = re.compile(r"<null> <null> \((\S+)\+0x([0-9a-f]+)\)")
+
+
+def symbolizer():
+    found = shutil.which("llvm-symbolizer")
+    if not found and shutil.which("swift"):
+        beside = os.path.join(os.path.dirname(os.path.realpath(shutil.which("swift"))), "llvm-symbolizer")
+        found = beside if os.access(beside, os.X_OK) else None
+    return found
+
+
+def name_frames(text, binary):
+    """Names the unnamed frames of `binary` in a report (their linkage names), in one symbolizer call."""
+    module = os.path.basename(binary)
+    offsets = sorted({m.group(2) for m in UNNAMED.finditer(text) if m.group(1) == module})
+    tool = symbolizer()
+    if not offsets or not tool:
+        return text
+    answer = subprocess.run([tool, "--no-demangle", "--no-inlines", f"--obj={binary}"],
+                            input="".join(f"0x{o}\n" for o in offsets), capture_output=True, text=True).stdout
+    names = dict(zip(offsets, [block.splitlines()[0] for block in answer.strip().split("\n\n")]))
+    return UNNAMED.sub(lambda m: f"{names.get(m.group(2), '<null>')} ({m.group(1)}+0x{m.group(2)})"
+                       if m.group(1) == module else m.group(0), text)
+
+
+def reports(folder, binary=None):
     for path in sorted(glob.glob(os.path.join(folder, "report.*"))):
         with open(path, errors="replace") as f:
             text = f.read()
+        if binary:
+            text = name_frames(text, binary)
         for block in text.split(SEPARATOR):
             if "ERROR: AddressSanitizer" in block or "WARNING: ThreadSanitizer" in block:
                 yield path, block.strip()
@@ -50,13 +83,14 @@ def inside_mutex(stack):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("address", "thread"):
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("address", "thread"):
         sys.exit(__doc__.strip().splitlines()[2].strip())
     kind, folder = sys.argv[1], sys.argv[2]
+    binary = sys.argv[3] if len(sys.argv) == 4 else None
     defects = collections.Counter()
     examples = {}
     guarded = 0
-    for path, block in reports(folder):
+    for path, block in reports(folder, binary):
         if kind == "thread" and "WARNING: ThreadSanitizer" in block:
             stacks = access_stacks(block)
             if len(stacks) >= 2 and all(inside_mutex(s) for s in stacks[:2]):

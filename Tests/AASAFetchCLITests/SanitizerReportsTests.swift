@@ -44,8 +44,8 @@ struct SanitizerReportsTests {
     static let loop = "$s13CurlTransport9MultiLoopC11startQueued33_C7587DF852842FB6D26C823EA8449168LLSbyF"
     static let unguarded = "$s13CurlTransport9MultiLoopC7counterSivs"
 
-    /// Runs the script on reports written to a fresh folder.
-    static func scan(_ kind: String, _ reports: [String]) throws -> ChildProcess.Output {
+    /// Runs the script on reports written to a fresh folder (with `binary`, its third argument).
+    static func scan(_ kind: String, _ reports: [String], binary: String? = nil) throws -> ChildProcess.Output {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-sanitizer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -53,7 +53,7 @@ struct SanitizerReportsTests {
             try Data(report.utf8).write(to: folder.appendingPathComponent("report.\(100 + index)"))
         }
         let python = try #require(ChildProcess.find("python3"))
-        return try ChildProcess.run(python, [script, kind, folder.path])
+        return try ChildProcess.run(python, [script, kind, folder.path] + (binary.map { [$0] } ?? []))
     }
 
     @Test func racesBetweenAccessesHoldingAMutexPass() throws {
@@ -75,6 +75,25 @@ struct SanitizerReportsTests {
         #expect(run.status == 1)
         #expect(run.standardOutput.contains("1 defects of 1 kinds"), "\(run.standardOutput)")
         #expect(run.standardOutput.contains("1x \(Self.unguarded) / \(Self.lockBody)"), "\(run.standardOutput)")
+    }
+
+    /// A process that could not start the symbolizer (a limit on threads) leaves its frames
+    /// unnamed; given the binary, the script names them, so a guarded race still passes.
+    @Test(.enabled(if: ChildProcess.find("nm") != nil))
+    func unnamedFramesAreNamedFromTheBinary() throws {
+        let binary = ToolRunner.binary
+        let symbols = try ChildProcess.run(try #require(ChildProcess.find("nm")), [binary], timeout: .seconds(60)).standardOutput
+        let line = try #require(symbols.split(separator: "\n").first { $0.hasSuffix("LLVzYuYTXEfU_") && $0.contains("SlotPool") },
+                                "no Mutex body of SlotPool in \(binary)")
+        let address = String(UInt64(line.split(separator: " ")[0], radix: 16)!, radix: 16)
+        let module = URL(fileURLWithPath: binary).lastPathComponent
+        let unnamed = Self.race(["<null>"], ["<null>"])
+            .replacingOccurrences(of: "<null> /work/Sources/X.swift:1:1 (aasa-fetch+0x1)", with: "<null> <null> (\(module)+0x\(address))")
+        let named = try Self.scan("thread", [unnamed], binary: binary)
+        #expect(named.status == 0, "\(named.standardOutput)")
+        #expect(named.standardOutput.contains("1 races between accesses that hold the same Mutex"), "\(named.standardOutput)")
+        let blind = try Self.scan("thread", [unnamed])
+        #expect(blind.status == 1, "\(blind.standardOutput)")
     }
 
     @Test func everyAddressSanitizerReportFails() throws {
