@@ -10,6 +10,10 @@ import Testing
 /// had: finished results are recorded, temporary files removed.
 @Suite(.serialized, .timeLimit(.minutes(10)))
 struct HostileEnvironmentTests {
+    /// Why the limit tests skip under ThreadSanitizer: it writes a report for every `Mutex` (a
+    /// futex it does not see) and needs the descriptors and room those limits take.
+    static let threadSanitizerNeedsRoom: Comment = "ThreadSanitizer writes a report for every Mutex and needs the descriptors and room this limit takes"
+
     static let appID = FetchIntegrationTests.appID
     static let good = FetchIntegrationTests.good
 
@@ -266,7 +270,7 @@ struct HostileEnvironmentTests {
     /// could not start and every host was recorded `invalid-request`, and at some limits the CA
     /// file or the resolver could not be opened and every host was recorded `tls-failure` or
     /// `dns-failure` (a probe after the failure found the descriptors free again).
-    @Test(.disabled(if: TestSanitizer.active == "thread", "ThreadSanitizer writes a report for every Mutex (a futex it does not see) and needs the descriptors and room this limit takes"))
+    @Test(.disabled(if: TestSanitizer.active == "thread", Self.threadSanitizerNeedsRoom))
     func aTightOpenFileLimitNeverBlamesTheHosts() async throws {
         let (server, ca) = try await Self.server()
         defer { server.stop() }
@@ -377,7 +381,7 @@ struct HostileEnvironmentTests {
     /// The open-file limit shrinks under a running fetch (`prlimit`): the hosts that could not get
     /// a socket are `descriptors-exhausted`, a run error (exit 2), and are not recorded as their
     /// failure; the hosts fetched before are recorded.
-    @Test(.enabled(if: ChildProcess.find("prlimit") != nil), .disabled(if: TestSanitizer.active == "thread", "ThreadSanitizer writes a report for every Mutex (a futex it does not see) and needs the descriptors and room this limit takes"))
+    @Test(.enabled(if: ChildProcess.find("prlimit") != nil), .disabled(if: TestSanitizer.active == "thread", Self.threadSanitizerNeedsRoom))
     func aDescriptorShortageIsNeverRecordedAsTheHostsFailure() async throws {
         let work = try Self.folder("shortage")
         defer { try? FileManager.default.removeItem(at: work) }
@@ -525,7 +529,7 @@ struct HostileEnvironmentTests {
     /// A file-size limit (`prlimit --fsize`, `ulimit -f`) the store cannot grow past is
     /// `store-full` naming the limit (exit 2), at whatever size the store stops (before:
     /// `store-unreadable: … disk I/O error`, SQLite's error for EFBIG, which points at the file).
-    @Test(.enabled(if: ChildProcess.find("prlimit") != nil), .disabled(if: TestSanitizer.active == "thread", "ThreadSanitizer writes a report for every Mutex (a futex it does not see) and needs the descriptors and room this limit takes"))
+    @Test(.enabled(if: ChildProcess.find("prlimit") != nil), .disabled(if: TestSanitizer.active == "thread", Self.threadSanitizerNeedsRoom))
     func aFileSizeLimitIsStoreFullAndNamed() async throws {
         let (server, ca) = try await Self.server()
         defer { server.stop() }
@@ -595,7 +599,7 @@ struct HostileEnvironmentTests {
 
     /// A `TMPDIR` that is read-only or full (a tiny tmpfs in a mount namespace): `spool-error`,
     /// exit 2, the spool removed.
-    @Test(.enabled(if: Self.namespaces), .disabled(if: TestSanitizer.active == "thread", "ThreadSanitizer writes a report for every Mutex (a futex it does not see) and needs the descriptors and room this limit takes"), arguments: ["ro", "size=32k"])
+    @Test(.enabled(if: Self.namespaces), .disabled(if: TestSanitizer.active == "thread", Self.threadSanitizerNeedsRoom), arguments: ["ro", "size=32k"])
     func aReadOnlyOrFullTemporaryFolderIsASpoolError(mountOptions: String) throws {
         let work = try Self.folder("tmpfull")
         defer { try? FileManager.default.removeItem(at: work) }

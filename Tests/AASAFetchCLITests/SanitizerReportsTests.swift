@@ -85,7 +85,7 @@ struct SanitizerReportsTests {
         let symbols = try ChildProcess.run(try #require(ChildProcess.find("nm")), [binary], timeout: .seconds(60)).standardOutput
         let line = try #require(symbols.split(separator: "\n").first { $0.hasSuffix("LLVzYuYTXEfU_") && $0.contains("SlotPool") },
                                 "no Mutex body of SlotPool in \(binary)")
-        let address = String(UInt64(line.split(separator: " ")[0], radix: 16)!, radix: 16)
+        let address = String(try #require(UInt64(line.split(separator: " ")[0], radix: 16)), radix: 16)
         let module = URL(fileURLWithPath: binary).lastPathComponent
         let unnamed = Self.race(["<null>"], ["<null>"])
             .replacingOccurrences(of: "<null> /work/Sources/X.swift:1:1 (aasa-fetch+0x1)", with: "<null> <null> (\(module)+0x\(address))")
