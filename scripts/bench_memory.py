@@ -120,6 +120,7 @@ http {{
         delay = f", {args.delay_ms:g}{spread} ms each way through delay_proxy.py{dead}" if args.delay_ms > 0 else ""
         print(f"{args.hosts} hosts, route {args.route}{delay}, binaries {', '.join(binaries)}")
         print(f"{'C':>5} {'binary':>6} | {'peak RSS MiB':>12} {'CPU ms/host':>11} {'hosts/s':>8} | codes")
+        failed = 0
         runs = [(c, label, b) for c in [int(x) for x in args.concurrency.split(",")] for _ in range(max(1, args.repeat))
                 for label, b in zip("AB", binaries)]
         for c, label, binary in runs:
@@ -150,9 +151,13 @@ http {{
                 # A crash or a run error: said in the row, never read as a fast, small run.
                 codes[describe_status(status).removeprefix("was ")] += 1
                 sys.stderr.write(f"warning: run {label} at C = {c} {describe_status(status)}\n")
+                failed += 1
             print(f"{c:>5} {label:>6} | {maxrss / 1024:>12.1f} {1000 * cpu / args.hosts:>11.3f} {args.hosts / wall:>8.0f} | "
                   + ", ".join(f"{k} {v}" for k, v in codes.most_common()))
             sys.stdout.flush()
+        if failed:
+            # The figures printed stand, but a crash or a run error fails the command (scripts/sanitize).
+            sys.exit(f"bench_memory.py: {failed} of {len(runs)} runs crashed or failed")
     finally:
         if proxy:
             stop(proxy)
