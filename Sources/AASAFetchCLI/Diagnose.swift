@@ -67,13 +67,9 @@ extension AASAFetchCommand {
             }
             let entries = Self.walkOrder(loaded.entries, region: input.effectiveRegion)
             let options = try network.fetchOptions()
-            let client = CurlClient(
-                maxConnections: options.concurrency,
-                // One connection to the CDN, which HTTP/2 multiplexes (without the limit libcurl
-                // 7.88 opens one per transfer started before the first connection is up).
-                maxConnectionsPerHost: routing.route == .origin ? 0 : 1,
-                threads: options.threads)
-            let diagnoser = Diagnoser(transport: client, options: options, route: routing.route, cdnBase: routing.cdnBase)
+            let clients = RouteClients(options: options, usesCDN: routing.route != .origin)
+            let diagnoser = Diagnoser(transport: clients.origin, cdnTransport: clients.cdn, options: options,
+                                      route: routing.route, cdnBase: routing.cdnBase)
             let progress = console.stderrIsTerminal && !input.quiet && entries.count > 1
             var diagnoses: [Diagnosis] = []
             for (position, entry) in entries.enumerated() {
@@ -81,7 +77,7 @@ extension AASAFetchCommand {
                 diagnoses.append(await diagnoser.diagnose(entry, appIDs: loaded.appIDs))
             }
             if progress { Self.progress(nil) }
-            await client.shutdown()
+            await clients.shutdown()
 
             let report = DiagnosisReport(appIDs: loaded.appIDs, appIDSource: loaded.appIDSource, route: routing.route,
                                          diagnoses: diagnoses, findings: loaded.findings)

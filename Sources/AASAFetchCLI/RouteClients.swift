@@ -1,7 +1,7 @@
 import AASAFetchCore
 import CurlTransport
 
-/// The curl clients of a run that downloads hosts (`fetch`, `refresh`): the origin route's, on
+/// The curl clients of a run that downloads hosts (`fetch`, `refresh`, `diagnose`): the origin route's, on
 /// `--threads` loops, and, when the run may use Apple's CDN, one of the CDN's own.
 ///
 /// The CDN client keeps one connection to the CDN, which HTTP/2 multiplexes: one loop and
@@ -10,7 +10,7 @@ import CurlTransport
 /// one against the `--connect-to` target: with the two routes on one limited client, every origin
 /// host that `--connect-to` sends to one server waited for a single connection (500 hosts behind
 /// 20 ms of latency: 14 hosts/s against 334 for `--route origin`, and hosts timed out while they
-/// waited).
+/// waited), and `diagnose`'s user-agent check sent its three requests to a host one at a time.
 struct RouteClients: Sendable {
     /// The origin route's client.
     let origin: CurlClient

@@ -1,3 +1,4 @@
+import AASAFetchCore
 import AASAFetchTestSupport
 import Foundation
 import Testing
@@ -460,5 +461,32 @@ struct DiagnoseFaultMatrixTests {
         #expect(run.status == 1)
         let diagnoses = try run.json()["diagnoses"] as? [[String: Any]] ?? []
         #expect(diagnoses.map { $0["code"] as? String ?? "" } == ["ok", "ok", "entitlement-scheme"])
+    }
+
+    /// The user-agent check sends its three requests to the origin at once, whether or not the
+    /// CDN is in the run (`--route cdn` checks the CDN's copy of a plain entry instead): the
+    /// server answers each after 1.5 s and logs how many it held at once. Before: with the CDN in
+    /// the run, the one client's per-host limit (one connection, for the CDN) made the three wait
+    /// for each other, and on a slow origin the last ran out of time.
+    @Test(arguments: ["origin", "both"])
+    func theUserAgentCheckRequestsAtOnce(route: String) async throws {
+        let ca = try TestCA.shared()
+        var slow = FaultBehavior.respond(headers: [("Content-Type", "application/json")], body: Self.good)
+        slow.delay = 1.5
+        let server = try await FaultServer.start(
+            script: FaultScript(
+                default: slow,
+                hosts: ["cdn.ua.test": .respond(headers: [("Content-Type", "application/json"), ("Apple-Origin-Format", "json")], body: Self.good)]),
+            certificate: try ca.leaf(for: ["*.ua.test"]))
+        defer { server.stop() }
+        let run = try ToolRunner.run(["diagnose", "slow.ua.test", "--app-id", Self.appID, "--route", route, "--json",
+                                      "--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private",
+                                      "--retry-delays", "", "--max-time", "10", "--cdn-base", "https://cdn.ua.test/a/v1/"],
+                                     timeout: .seconds(60))
+        #expect(run.status == 0, "\(route): \(run.stdout) \(run.stderr)")
+        let agents = Set([Diagnoser.deviceUserAgent, Diagnoser.browserUserAgent, "AASA-Bot/1.0.0"])
+        let checks = server.requests().filter { $0.sni == "slow.ua.test" && agents.contains($0.userAgent ?? "") }
+        #expect(checks.count >= 3, "\(route): \(checks.map { $0.userAgent ?? "" })")
+        #expect(checks.compactMap(\.inFlight).max() == 3, "\(route): \(checks.map { ($0.userAgent ?? "", $0.inFlight ?? 0) })")
     }
 }

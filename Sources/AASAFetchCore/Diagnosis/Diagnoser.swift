@@ -16,6 +16,7 @@ public struct Diagnoser: Sendable {
     public static let browserUserAgent = UserAgentCheck.browserUserAgent
 
     let transport: any HTTPTransferring
+    let cdnTransport: any HTTPTransferring
     let options: FetchOptions
     let route: RouteChoice
     let cdnBase: String
@@ -23,14 +24,19 @@ public struct Diagnoser: Sendable {
 
     /// Creates a diagnoser.
     /// - Parameters:
-    ///   - transport: The HTTP client (one ``CurlClient`` for the whole run).
+    ///   - transport: The HTTP client of the origin's requests (one ``CurlClient`` for the whole run).
+    ///   - cdnTransport: The client of the CDN's requests, which keeps one connection to it (a
+    ///     client of its own: a per-host limit on the origin's client would make the user-agent
+    ///     check's requests to one host wait for each other); `nil` is `transport`.
     ///   - options: The network options of the run.
     ///   - route: `origin`, `cdn` or `both`.
     ///   - cdnBase: The CDN's base URL.
     ///   - probe: Name resolution and the bare TCP connect (the system's; tests script them).
-    public init(transport: any HTTPTransferring, options: FetchOptions, route: RouteChoice = .origin,
-                cdnBase: String = CDNFetcher.defaultBase, probe: any NetworkProbing = SystemNetworkProbe()) {
+    public init(transport: any HTTPTransferring, cdnTransport: (any HTTPTransferring)? = nil, options: FetchOptions,
+                route: RouteChoice = .origin, cdnBase: String = CDNFetcher.defaultBase,
+                probe: any NetworkProbing = SystemNetworkProbe()) {
         self.transport = transport
+        self.cdnTransport = cdnTransport ?? transport
         self.options = options
         self.route = route
         self.cdnBase = cdnBase

@@ -6,7 +6,7 @@ extension Diagnoser.Walk {
     /// The CDN step: fetches the CDN's copy; with `origin` compares it by meaning.
     /// - Returns: the CDN result (for `--route cdn`, the one the body steps judge).
     mutating func cdnStep(host: String, service: Service, origin: HostFetchResult?, diagnoser: Diagnoser) async -> HostFetchResult? {
-        let fetcher = CDNFetcher(transport: diagnoser.transport, options: diagnoser.options, base: diagnoser.cdnBase)
+        let fetcher = CDNFetcher(transport: diagnoser.cdnTransport, options: diagnoser.options, base: diagnoser.cdnBase)
         let result = await fetcher.fetch(host: host)
         let headers = result.cdn
         var details = ["GET \(result.url) → " + (result.httpStatus.map { "HTTP \($0)" } ?? result.code)

@@ -41,7 +41,7 @@ extension Diagnoser.Walk {
     mutating func hostStep(host: String, diagnoser: Diagnoser) {
         var details: [String] = []
         let originURL = AASAFetcher.wellKnownURL(host)
-        let cdnURL = CDNFetcher(transport: diagnoser.transport, options: diagnoser.options, base: diagnoser.cdnBase).url(for: host)
+        let cdnURL = CDNFetcher(transport: diagnoser.cdnTransport, options: diagnoser.options, base: diagnoser.cdnBase).url(for: host)
         let summary: String
         switch effectiveRoute {
         case .origin:
