@@ -113,7 +113,7 @@ extension AASAFetchCommand {
             }
             let options = try network.fetchOptions()
             let clients = RouteClients(options: options, usesCDN: routing.route != .origin)
-            let fetcher = clients.fetcher(options: options, cdnBase: routing.cdnBase)
+            let fetcher = clients.fetcher(cdnBase: routing.cdnBase)
             let hosts = source.hostCount
             let progress = ProgressReporter(total: hosts, quiet: quiet, console: console)
             let streaming = StreamingRun(

@@ -114,7 +114,7 @@ extension AASAFetchCommand {
             let batch = batchSize ?? max(16, options.concurrency * 4)
             // Rows recorded through the CDN are refreshed through it, on a client of its own.
             let clients = RouteClients(options: options, usesCDN: true)
-            let routes = clients.fetcher(options: options, cdnBase: cdnBase)
+            let routes = clients.fetcher(cdnBase: cdnBase)
             // The webhook gets a client of its own: none of the hosts' network options apply to it.
             let notifyClient = notify.url == nil ? nil : CurlClient(maxConnections: 2, threads: 1)
             let notifier = notifyClient.map { notify.notifier(client: $0) } ?? nil

@@ -16,15 +16,18 @@ struct RouteClients: Sendable {
     let origin: CurlClient
     /// The CDN's client; the origin's when the run never uses the CDN.
     let cdn: CurlClient
+    /// The run's network options, which both clients were made for.
+    let options: FetchOptions
 
     /// Starts the clients: a CDN client only with `usesCDN`.
     init(options: FetchOptions, usesCDN: Bool) {
+        self.options = options
         origin = CurlClient(maxConnections: options.concurrency, threads: options.threads)
         cdn = usesCDN ? CurlClient(maxConnections: options.concurrency, maxConnectionsPerHost: 1, threads: 1) : origin
     }
 
     /// The fetcher of both routes over these clients.
-    func fetcher(options: FetchOptions, cdnBase: String) -> RouteFetcher {
+    func fetcher(cdnBase: String) -> RouteFetcher {
         RouteFetcher(origin: AASAFetcher(transport: origin, options: options),
                      cdn: CDNFetcher(transport: cdn, options: options, base: cdnBase))
     }
