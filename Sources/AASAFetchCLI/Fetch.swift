@@ -60,7 +60,7 @@ extension AASAFetchCommand {
         /// A `--domains` run (every route) through a ``RunSpool``: the list is read line by line
         /// into a temporary database, hosts are registered, fetched, judged and printed a page at a
         /// time, and the entries section is read back from it; the spool is deleted at the end, on
-        /// failure and on SIGINT/SIGTERM.
+        /// failure and on SIGINT/SIGTERM/SIGHUP.
         private func runSpooled(console: Console) async throws {
             let region = input.effectiveRegion
             let spool: RunSpool
@@ -128,24 +128,17 @@ extension AASAFetchCommand {
     }
 }
 
-/// SIGINT and SIGTERM during a spooled run delete the spool before the process ends (as the
+/// The stopping signals (``StoppingSignals``) during a spooled run delete the spool before the process ends (as the
 /// signal would have ended it, exit 128 + signal). The folder is unlinked without waiting for the
 /// database (a write may be under way); the process ends at once.
 enum SpoolCleanup {
     static func install(_ spool: RunSpool) -> [any DispatchSourceSignal] {
         let directory = spool.directory
-        return [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                try? FileManager.default.removeItem(atPath: directory)
-                // What was judged reaches the reader, as if standard output were not buffered.
-                StandardStreams.flushOutputIfIdle()
-                _exit(128 + number)
-            }
-            source.setCancelHandler { signal(number, SIG_DFL) }
-            source.resume()
-            return source
+        return StoppingSignals.install { number in
+            try? FileManager.default.removeItem(atPath: directory)
+            // What was judged reaches the reader, as if standard output were not buffered.
+            StandardStreams.flushOutputIfIdle()
+            _exit(128 + number)
         }
     }
 }

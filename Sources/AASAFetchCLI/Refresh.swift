@@ -11,11 +11,11 @@ extension AASAFetchCommand {
     /// Quiet when nothing changed. Exit status: 0 nothing broke, 1 an association broke (a host
     /// that served an approved file now fails, or an app that needs a host is no longer listed),
     /// 2 the store is missing or unusable, 64 usage. With `--watch` it runs a pass every
-    /// `--interval` until SIGINT/SIGTERM, then stops cleanly and exits 0.
+    /// `--interval` until SIGINT/SIGTERM/SIGHUP, then stops cleanly and exits 0.
     /// With `--worker` (for a PostgreSQL store shared by many machines, or a SQLite one) it leases
     /// a batch of due hosts, fetches and records it, and again; when nothing is due it sleeps until
     /// the next check (or the lapse of a lease another worker may have died with), at most
-    /// `--interval` (default 60 s); on SIGINT/SIGTERM it releases its leases and exits 0.
+    /// `--interval` (default 60 s); on SIGINT/SIGTERM/SIGHUP it releases its leases and exits 0.
     /// JSON shape: ``RefreshReport`` (one object; with `--watch`, one compact line per pass; with
     /// `--worker`, one per batch).
     struct Refresh: AsyncParsableCommand {
@@ -31,8 +31,8 @@ extension AASAFetchCommand {
         var cdnBase: String = CDNFetcher.defaultBase
         @Option(help: ArgumentHelp("The region whose ccTLDs come second in priority; default from LC_ALL, LC_MESSAGES or LANG.", valueName: "CC"))
         var region: String?
-        @Flag(help: "Keep running: a pass every --interval until SIGINT or SIGTERM.") var watch = false
-        @Flag(help: "Keep running as one of many workers on a shared store (--store postgres://…): lease due hosts batch by batch until SIGINT or SIGTERM.")
+        @Flag(help: "Keep running: a pass every --interval until SIGINT, SIGTERM or SIGHUP.") var watch = false
+        @Flag(help: "Keep running as one of many workers on a shared store (--store postgres://…): lease due hosts batch by batch until SIGINT, SIGTERM or SIGHUP.")
         var worker = false
         @Option(help: ArgumentHelp("With --watch: the pause between passes (default 15m); with --worker: the longest sleep when nothing is due (default 60s). 30s, 15m, 2h, or seconds.", valueName: "duration"))
         var interval: String?
@@ -194,7 +194,7 @@ extension AASAFetchCommand {
             if broken { throw ExitStatus.failure }
         }
 
-        /// The worker loop: batches until SIGINT/SIGTERM; exit 0 when stopped, 2 on a store failure.
+        /// The worker loop: batches until SIGINT/SIGTERM/SIGHUP; exit 0 when stopped, 2 on a store failure.
         private func runWorker(
             _ job: RefreshJob, notifier: Notifier?, stop: StopSignal, clock: @escaping @Sendable () -> Date, location: String, console: Console
         ) async throws {
@@ -323,15 +323,9 @@ struct ChangeRenderer {
     }
 }
 
-/// SIGINT and SIGTERM fire a ``StopSignal`` instead of killing the process.
+/// The stopping signals (``StoppingSignals``) fire a ``StopSignal`` instead of killing the process.
 enum SignalStop {
     static func install(_ stop: StopSignal) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { stop.stop() }
-            source.resume()
-            return source
-        }
+        StoppingSignals.install { _ in stop.stop() }
     }
 }

@@ -199,11 +199,15 @@ struct SpooledListTests {
 
     /// Starts a spooled run of `list` that waits on `server` (which never answers), with `tmp` as
     /// its `TMPDIR`.
-    static func startWaitingRun(route: String = "origin", list: URL, tmp: URL, server: FaultServer, ca: TestCA) throws -> Process {
+    /// `ignoring`: signals the run inherits ignored (every other stopping signal at its default).
+    static func startWaitingRun(route: String = "origin", list: URL, tmp: URL, server: FaultServer, ca: TestCA, ignoring: [Int32] = []) throws -> Process {
+        let command = ChildProcess.withSignalDispositions(ignored: ignoring, ToolRunner.binary, [
+            "--route", route, "--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
+            "--allow-private", "--max-time", "60", "--retry-delays", "", "--app-id", Self.appID,
+        ])
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
-        process.arguments = ["--route", route, "--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
-                             "--allow-private", "--max-time", "60", "--retry-delays", "", "--app-id", Self.appID]
+        process.executableURL = URL(fileURLWithPath: command.executable)
+        process.arguments = command.arguments
         process.environment = ChildProcess.inheritedEnvironment.merging(["TMPDIR": tmp.path, "NO_COLOR": "1"]) { _, new in new }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
@@ -219,9 +223,9 @@ struct SpooledListTests {
 
     /// SIGTERM in the middle of the downloads: the spool is deleted and the process ends as the
     /// signal would end it, on every route (the `?mode=developer` entry is fetched from the origin
-    /// on each, so no request goes to Apple's CDN).
-    @Test(arguments: ["origin", "cdn", "both"])
-    func interruptedRunRemovesTheSpool(route: String) async throws {
+    /// on each, so no request goes to Apple's CDN); SIGINT and SIGHUP (a closed terminal) too.
+    @Test(arguments: [("origin", SIGTERM), ("cdn", SIGTERM), ("both", SIGTERM), ("origin", SIGINT), ("origin", SIGHUP), ("both", SIGHUP)])
+    func interruptedRunRemovesTheSpool(route: String, signal: Int32) async throws {
         let ca = try TestCA.shared()
         let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
         defer { server.stop() }
@@ -238,10 +242,37 @@ struct SpooledListTests {
         #expect(spooled, "no spool appeared")
         // Let the download start, then interrupt.
         try await Task.sleep(for: .milliseconds(500))
+        kill(process.processIdentifier, signal)
+        #expect(ChildProcess.waitForExit(process, timeout: .seconds(20)))
+        #expect(process.terminationStatus == 128 + signal)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty)
+    }
+
+    /// A run started with SIGHUP ignored (`nohup`) keeps it ignored: a hang-up neither stops it nor
+    /// deletes its spool; SIGTERM still does.
+    @Test func anIgnoredHangUpStaysIgnored() async throws {
+        let ca = try TestCA.shared()
+        let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
+        defer { server.stop() }
+        let work = try Self.folder("spool-nohup")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let list = work.appendingPathComponent("list.txt")
+        try Data("slow.example.com\n".utf8).write(to: list)
+        let tmp = work.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+
+        let process = try Self.startWaitingRun(list: list, tmp: tmp, server: server, ca: ca, ignoring: [SIGHUP])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        #expect(await waitUntil(timeout: .seconds(20)) { !Self.spools(in: tmp).isEmpty }, "no spool appeared")
+        try await Task.sleep(for: .milliseconds(500))
+        kill(process.processIdentifier, SIGHUP)
+        try await Task.sleep(for: .seconds(1))
+        #expect(process.isRunning, "a hang-up the run inherited ignored stopped it")
+        #expect(Self.spools(in: tmp).count == 1)
         kill(process.processIdentifier, SIGTERM)
         #expect(ChildProcess.waitForExit(process, timeout: .seconds(20)))
         #expect(process.terminationStatus == 128 + SIGTERM)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty)
+        #expect(Self.spools(in: tmp).isEmpty)
     }
 
     /// A run killed with SIGKILL cannot remove its spool; the next spooled run in the same

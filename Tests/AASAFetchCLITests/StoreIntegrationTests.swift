@@ -216,15 +216,17 @@ struct StoreIntegrationTests {
         let out: URL
         let err: URL
 
-        init(_ arguments: [String], cache: URL) throws {
+        /// `ignoring`: signals the process inherits ignored (every other stopping signal at its default).
+        init(_ arguments: [String], cache: URL, ignoring: [Int32] = []) throws {
             let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-running-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
             out = scratch.appendingPathComponent("out")
             err = scratch.appendingPathComponent("err")
             _ = FileManager.default.createFile(atPath: out.path, contents: nil)
             _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-            process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
-            process.arguments = arguments
+            let command = ChildProcess.withSignalDispositions(ignored: ignoring, ToolRunner.binary, arguments)
+            process.executableURL = URL(fileURLWithPath: command.executable)
+            process.arguments = command.arguments
             process.environment = ChildProcess.inheritedEnvironment.merging(["NO_COLOR": "1", "AASA_FETCH_CACHE": cache.path]) { _, new in new }
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = try FileHandle(forWritingTo: out)
@@ -330,7 +332,9 @@ struct StoreIntegrationTests {
         #expect(try await sites.store().integrityCheck() == ["ok"])
     }
 
-    @Test func watchStopsCleanlyOnSIGTERM() async throws {
+    /// SIGTERM stops `refresh --watch` cleanly; so do SIGINT and a hang-up (SIGHUP).
+    @Test(arguments: [SIGTERM, SIGINT, SIGHUP])
+    func watchStopsCleanlyOnASignal(signal: Int32) async throws {
         let sites = try await Sites.start(count: 3)
         defer { sites.stop() }
         try sites.record()
@@ -341,7 +345,7 @@ struct StoreIntegrationTests {
             ((try? String(contentsOf: running.out, encoding: .utf8)) ?? "").contains("\n")
         }
         #expect(passed)
-        kill(running.process.processIdentifier, SIGTERM)
+        kill(running.process.processIdentifier, signal)
         let result = running.finish(timeout: .seconds(30))
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stderr.contains("stopped"))

@@ -45,6 +45,22 @@ public enum ChildProcess {
         return environment
     }
 
+    /// A command line that starts `executable` with SIGINT, SIGTERM and SIGHUP at their default
+    /// action and unblocked, except `ignored`, which it inherits ignored (as under `nohup`): the
+    /// disposition a test sends a signal against, whatever the test runner's own is. A python3
+    /// wrapper sets them and `exec`s the program, so the program keeps the wrapper's process ID.
+    public static func withSignalDispositions(ignored: [Int32], _ executable: String, _ arguments: [String]) -> (executable: String, arguments: [String]) {
+        let script = """
+            import os, signal, sys
+            stopping = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+            for number in stopping: signal.signal(number, signal.SIG_DFL)
+            for number in filter(None, sys.argv[1].split(",")): signal.signal(int(number), signal.SIG_IGN)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, stopping)
+            os.execv(sys.argv[2], sys.argv[2:])
+            """
+        return ("/usr/bin/env", ["python3", "-c", script, ignored.map(String.init).joined(separator: ","), executable] + arguments)
+    }
+
     /// Runs a program to completion and returns its output; kills it when it runs too long.
     /// - Parameters:
     ///   - executable: Absolute path of the program.

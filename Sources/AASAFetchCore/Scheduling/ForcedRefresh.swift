@@ -12,7 +12,7 @@ extension RefreshJob {
     /// - Parameters:
     ///   - hosts: ASCII host names as the store keeps them, or `nil` for every host.
     ///   - now: the clock.
-    ///   - stop: fired by SIGINT/SIGTERM; the in-flight batch is abandoned and its leases released.
+    ///   - stop: fired by SIGINT/SIGTERM/SIGHUP; the in-flight batch is abandoned and its leases released.
     public func runForced(
         hosts: [String]?,
         now: @escaping @Sendable () -> Date,

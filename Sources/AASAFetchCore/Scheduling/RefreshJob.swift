@@ -83,7 +83,7 @@ public struct RefreshReport: Sendable, Encodable {
     /// Hosts whose lease lapsed while they were fetched and that another process took over: their
     /// downloads were not recorded, so they never overwrite the newer result.
     public var leaseLost: [HostKey] = []
-    /// Whether the job was stopped (SIGINT/SIGTERM) before it finished.
+    /// Whether the job was stopped (SIGINT/SIGTERM/SIGHUP) before it finished.
     public var stopped = false
     /// The earliest next check in the store after the pass.
     public var nextDue: Date?
@@ -323,7 +323,7 @@ public struct RefreshJob: Sendable {
     ///
     /// - Parameters:
     ///   - now: the clock (tests and `--now` pass a fixed time).
-    ///   - stop: fired by SIGINT/SIGTERM; the in-flight batch is abandoned and its leases released.
+    ///   - stop: fired by SIGINT/SIGTERM/SIGHUP; the in-flight batch is abandoned and its leases released.
     ///   - progress: called after each host finishes.
     public func run(
         now: @escaping @Sendable () -> Date,

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// A request to stop a long-running job (SIGINT/SIGTERM in `refresh --watch`): jobs check it
+/// A request to stop a long-running job (SIGINT/SIGTERM/SIGHUP in `refresh`): jobs check it
 /// between steps, abandon in-flight downloads when it fires, and sleep through it without waiting.
 public final class StopSignal: Sendable {
     private struct State {
