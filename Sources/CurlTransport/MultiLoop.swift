@@ -44,6 +44,11 @@ final class MultiLoop {
     /// The `CURLMOPT_MAXCONNECTS` set now: libcurl counts the connections in use against it too,
     /// and closes the oldest idle one past it.
     private var connectionCap: Int
+    /// The monotonic time the loop last looked at the clock while it ran: each wake-up and each
+    /// pass over curl's finished transfers. See ``restartAfterPause(now:)``.
+    private var lastLook: UInt64
+    /// How many times each transfer started again after a pause (only those that did).
+    private var pauseRestarts: [UInt64: Int] = [:]
 
     private init(index: Int, group: LoopGroup, multi: UnsafeMutableRawPointer, events: UnsafeMutablePointer<ccurl_events>,
                  maxConnections: Int, idleKept: Int) {
@@ -58,8 +63,9 @@ final class MultiLoop {
         self.multi = multi
         self.share = group.caches.handle
         schedule = ThreadSchedule()
-        pacer = StartPacer(ceiling: maxConnections > 0 ? maxConnections : Int.max / 2, now: Self.monotonicNanoseconds(),
-                           wanted: schedule.wanted())
+        let now = Self.monotonicNanoseconds()
+        pacer = StartPacer(ceiling: maxConnections > 0 ? maxConnections : Int.max / 2, now: now, wanted: schedule.wanted())
+        lastLook = now
     }
 
     /// The monotonic clock in nanoseconds: the shim's, the one curl's timer is kept in.
@@ -183,6 +189,7 @@ final class MultiLoop {
             let ready = ccurl_events_wait(events, 1000, readySockets, readyMasks, Self.readyCapacity)
             let awake = Self.monotonicNanoseconds()
             pacer.waited(awake &- sleeping)
+            restartAfterPause(now: awake)
             if ready < 0 {
                 usleep(10_000)  // epoll_wait itself failed: do not spin; transfers still time out
             } else if ready > 0 {
@@ -331,7 +338,46 @@ final class MultiLoop {
         }  // else already finished
     }
 
+    /// A gap longer than this between two looks at the clock (``lastLook``) means the process did
+    /// not run: the loop waits at most 1 s, and a pass of its work takes milliseconds.
+    static let pauseGap: UInt64 = 3_000_000_000
+    /// How many times one transfer starts again after pauses, at most; a later pause lets its
+    /// timeouts stand (a thread starved again and again is the machine's state, not an accident).
+    static let restartsAfterPause = 2
+
+    /// Starts every running transfer again when the process stood still (SIGSTOP, a debugger, a
+    /// paused virtual machine, a starved thread) for longer than ``pauseGap``: curl's timeouts
+    /// count the monotonic clock, which ran on, and so did the server's patience; without this the
+    /// transfers would fail as `timeout` or a reset connection and the hosts be blamed for time
+    /// this process did not run. Called before curl acts on anything after a wake-up, and before
+    /// each pass over finished transfers (a pause inside the loop's work). The transfers go back to
+    /// the head of the queue with their request and completion, and start with fresh timeouts.
+    private func restartAfterPause(now: UInt64) {
+        defer { lastLook = now }
+        guard now &- lastLook > Self.pauseGap, !transfers.isEmpty else { return }
+        var again: [(id: UInt64, request: TransferRequest, completion: TransferCompletion)] = []
+        for transfer in transfers.values.sorted(by: { $0.id < $1.id }) {
+            let restarts = pauseRestarts[transfer.id, default: 0]
+            guard restarts < Self.restartsAfterPause, let completion = transfer.completion else { continue }
+            pauseRestarts[transfer.id] = restarts + 1
+            if let easy = transfer.handle {
+                _ = curl_multi_remove_handle(multi, easy)
+            }
+            transfer.completion = nil
+            transfer.cleanup()
+            transfers.removeValue(forKey: transfer.id)
+            pacer.finished(taking: nil)
+            again.append((transfer.id, transfer.request, completion))
+        }
+        guard !again.isEmpty else { return }
+        queued.replaceSubrange(queueHead..<queueHead, with: again)
+        for _ in again {
+            releaseSlot()
+        }
+    }
+
     private func drainMessages() {
+        restartAfterPause(now: Self.monotonicNanoseconds())
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi, &remaining) {
             guard ccurl_msg_kind(message) == CURLMSG_DONE, let easy = ccurl_msg_easy(message) else { continue }
@@ -381,6 +427,9 @@ final class MultiLoop {
     }
 
     private func finish(id: UInt64, completion: TransferCompletion, result: Result<TransferResponse, TransferFailure>) {
+        if !pauseRestarts.isEmpty {
+            pauseRestarts[id] = nil
+        }
         mailbox.finished(id: id)
         completion(result)
     }

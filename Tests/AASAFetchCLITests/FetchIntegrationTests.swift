@@ -263,6 +263,56 @@ struct FetchIntegrationTests {
         #expect(result.status == 0, "\(route): \(result.stderr)")
     }
 
+    /// A process stopped while a download runs (SIGSTOP: a debugger, a job control stop, a paused
+    /// machine) for longer than `--max-time`, then continued: the transfer starts again with fresh
+    /// timeouts, and the host is not blamed for the time the process stood still. Before, curl's
+    /// timeout (on the monotonic clock, which ran on) failed it as `timeout` at once. One transfer
+    /// starts again after two pauses at most: the third lets its timeout stand.
+    @Test(arguments: [(1, "ok", 2), (3, "timeout", 3)])
+    func aPauseLongerThanTheTimeoutDoesNotBlameTheHost(pauses: Int, code: String, requests: Int) async throws {
+        let ca = try TestCA.shared()
+        var slow = FaultBehavior.respond(headers: [("Content-Type", "application/json")], body: Self.good)
+        slow.delay = 2
+        let server = try await FaultServer.start(script: FaultScript(default: slow), certificate: try ca.leaf(for: ["paused.example.com"]))
+        defer { server.stop() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-paused-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let out = folder.appendingPathComponent("out")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
+        process.arguments = ["--domain", "applinks:paused.example.com", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
+                             "--allow-private", "--retry-delays", "", "--max-time", "3", "--no-store", "--json", "--app-id", Self.appID]
+        process.environment = ChildProcess.inheritedEnvironment.merging(["NO_COLOR": "1"]) { _, new in new }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer {
+            if process.isRunning {
+                kill(process.processIdentifier, SIGCONT)
+                kill(process.processIdentifier, SIGKILL)
+            }
+        }
+        let wellKnown = { server.requests().filter { $0.path == "/.well-known/apple-app-site-association" }.count }
+        for pause in 1...pauses {
+            #expect(await waitUntil(timeout: .seconds(20)) { wellKnown() == pause }, "request \(pause) never came")
+            // The server holds each answer 2 s: stop the process while it waits, past --max-time
+            // and the loop's pause gap (3 s).
+            kill(process.processIdentifier, SIGSTOP)
+            try await Task.sleep(for: .seconds(4))
+            kill(process.processIdentifier, SIGCONT)
+        }
+        #expect(ChildProcess.waitForExit(process, timeout: .seconds(30)))
+        let stdout = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any], "\(stdout)")
+        #expect(report.domain("paused.example.com")?["code"] as? String == code, "\(report.domain("paused.example.com") ?? [:])")
+        #expect(process.terminationStatus == (code == "ok" ? 0 : 1))
+        // The requests cut short by pauses, and the last one.
+        #expect(wellKnown() == requests)
+    }
+
     /// Bad input: a clear message with a stable code and exit 2; usage errors exit 64.
     @Test func badInputs() throws {
         let missing = try ToolRunner.run(["--entitlements", "/nonexistent.entitlements"])
