@@ -35,7 +35,7 @@ struct NetworkOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Most downloads at once (one connection per host).", valueName: "n"))
     var concurrency: Int = 32
 
-    @Option(help: ArgumentHelp("Download threads, each with its own curl loop (default: one per core).", valueName: "n"))
+    @Option(help: ArgumentHelp("Download threads, each with its own curl loop (default: one per core the process may use).", valueName: "n"))
     var threads: Int?
 
     /// The most `--threads`.

@@ -9,8 +9,8 @@
  * kind; the logic stays in Swift (CurlTransport). The exceptions are the plumbing of curl's socket
  * interface (ccurl_events_*): the callbacks that keep an epoll set and curl's timer run for every
  * socket change, and epoll's packed struct epoll_event has no Swift layout; and the threads' and
- * malloc's settings under an address-space limit (ccurl_fit_address_space), which Swift's Glibc
- * module does not declare. Every function is static (inline): this module is header-only.
+ * malloc's settings under an address-space limit (ccurl_fit_address_space), and the CPU
+ * affinity count (ccurl_affinity_cpu_count), which Swift's Glibc module does not declare. Every function is static (inline): this module is header-only.
  */
 
 #include <curl/curl.h>
@@ -28,6 +28,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 /* MARK: - Global initialisation */
 
@@ -60,6 +61,19 @@ static inline int ccurl_global_init(void) {
         (void)init_crypto(CCURL_OPENSSL_INIT_NO_ATEXIT, NULL);
     }
     return (int)curl_global_init(CURL_GLOBAL_ALL);
+}
+
+/* How many CPUs the calling thread may run on: its affinity mask, as `taskset` or a container's
+   cpuset sets it; 0 when the kernel does not say (over 8,192 CPUs). The raw call, as glibc's
+   CPU_COUNT needs _GNU_SOURCE. */
+static inline int ccurl_affinity_cpu_count(void) {
+    unsigned long long mask[128];
+    memset(mask, 0, sizeof mask);
+    long bytes = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+    if (bytes <= 0) return 0;
+    int count = 0;
+    for (size_t i = 0; i < (size_t)(bytes + 7) / 8 && i < 128; i++) count += __builtin_popcountll(mask[i]);
+    return count;
 }
 
 /* Names the calling thread (what /proc/PID/task/TID/comm and profilers show; 15 characters kept). */

@@ -32,8 +32,8 @@ public final class CurlClient: HTTPTransferring, Sendable {
     private let group: LoopGroup
     private let perHostLimit: Bool
 
-    /// The number of loops when none is asked for: one per core.
-    public static var defaultThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
+    /// The number of loops when none is asked for: one per core this process may use (``CPUBudget``).
+    public static var defaultThreads: Int { CPUBudget.cores }
 
     /// The most loops a client runs.
     public static let maxThreads = 64

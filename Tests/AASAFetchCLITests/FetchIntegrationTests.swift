@@ -1,4 +1,5 @@
 import AASAFetchTestSupport
+import CurlTransport
 import Foundation
 import Testing
 
@@ -311,6 +312,52 @@ struct FetchIntegrationTests {
         #expect(process.terminationStatus == (code == "ok" ? 0 : 1))
         // The requests cut short by pauses, and the last one.
         #expect(wellKnown() == requests)
+    }
+
+    /// Started with a CPU affinity of one core (`taskset`, a container's cpuset), a run starts one
+    /// curl loop by default, not one per online CPU; without it, one per CPU of the test's own mask.
+    @Test func theDefaultLoopsFollowTheAffinityMask() async throws {
+        let taskset = try #require(ChildProcess.find("taskset", preferring: ["/usr/bin/taskset"]), "taskset (util-linux) is missing")
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let allowed = try #require(status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") })
+        let ranges = allowed.split(separator: ":")[1].trimmingCharacters(in: .whitespaces).split(separator: ",")
+        let cpus = ranges.reduce(0) { total, range in
+            let bounds = range.split(separator: "-").compactMap { Int($0) }
+            return total + (bounds.count == 2 ? bounds[1] - bounds[0] + 1 : 1)
+        }
+        let first = try #require(ranges.first?.split(separator: "-").first.map(String.init))
+        let ca = try TestCA.shared()
+        let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
+        defer { server.stop() }
+        var environment = ChildProcess.inheritedEnvironment.merging(["NO_COLOR": "1"]) { _, new in new }
+        environment["AASA_FETCH_THREADS"] = nil  // the default is what is tested
+        let tool = [ToolRunner.binary, "--domain", "applinks:slow.example.com", "--no-store", "--quiet", "--cacert", ca.caCertPath,
+                    "--connect-to", server.connectTo, "--allow-private", "--retry-delays", "", "--max-time", "60", "--app-id", Self.appID]
+        for pinned in [true, false] {
+            let before = server.requests().count
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: pinned ? taskset : tool[0])
+            process.arguments = pinned ? ["-c", first] + tool : Array(tool.dropFirst())
+            process.environment = environment
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+            // The download started, so the client and its loops are up.
+            #expect(await waitUntil(timeout: .seconds(20)) { server.requests().count > before }, "no connection came")
+            try await Task.sleep(for: .milliseconds(300))
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/task")) ?? []
+            let loops = tasks.filter { task in
+                let name = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/task/\(task)/comm", encoding: .utf8)) ?? ""
+                return name.hasPrefix("aasa-curl-")
+            }
+            // Unpinned: what this process's own budget is (the same mask and cgroup), within the mask.
+            #expect(loops.count == (pinned ? 1 : CurlClient.defaultThreads), "pinned \(pinned): \(loops.count) loops, \(cpus) CPUs allowed")
+            #expect(loops.count <= cpus)
+            kill(process.processIdentifier, SIGTERM)
+            #expect(ChildProcess.waitForExit(process, timeout: .seconds(20)))
+        }
     }
 
     /// Bad input: a clear message with a stable code and exit 2; usage errors exit 64.

@@ -473,3 +473,50 @@ struct StartPacerTests {
         }
     }
 }
+
+/// The default number of curl loops: the cores this process may use.
+struct CPUBudgetTests {
+    @Test(arguments: [
+        ("max 100000", nil), ("max 100000\n", nil), ("100000 100000", 1), ("150000 100000", 2), ("50000 100000", 1),
+        ("200000 100000\n", 2), ("400000 50000", 8), ("1 1000000", 1), ("0 100000", nil), ("-1 100000", nil),
+        ("100000", nil), ("", nil), ("abc def", nil), ("100000 0", nil),
+    ] as [(String, Int?)])
+    func cpuMaxInWholeCores(text: String, cores: Int?) {
+        #expect(CPUBudget.cores(cpuMax: text) == cores)
+    }
+
+    /// The smallest quota on the path from the process's cgroup up to the root counts; a
+    /// cgroup without a quota (`max`) or without the file does not.
+    @Test func theSmallestQuotaOnTheCgroupPathCounts() {
+        let files = [
+            "/cg/cpu.max": "max 100000",
+            "/cg/kubepods/cpu.max": "800000 100000",
+            "/cg/kubepods/pod1/cpu.max": "250000 100000",
+            "/cg/kubepods/pod1/app/cpu.max": "max 100000",
+        ]
+        let read = { (path: String) in files[path] }
+        #expect(CPUBudget.cgroupV2Quota(membership: "0::/kubepods/pod1/app\n", root: "/cg", read: read) == 3)
+        #expect(CPUBudget.cgroupV2Quota(membership: "0::/kubepods\n", root: "/cg", read: read) == 8)
+        // A cgroup namespace: the process sees its own cgroup as the root.
+        #expect(CPUBudget.cgroupV2Quota(membership: "0::/\n", root: "/cg/kubepods/pod1", read: { files["/cg/kubepods/pod1/" + ($0 as NSString).lastPathComponent] }) == 3)
+        // cgroup v1 lines only, or nothing to read: no quota.
+        #expect(CPUBudget.cgroupV2Quota(membership: "4:memory:/x\n1:cpu:/\n", root: "/cg", read: read) == nil)
+        #expect(CPUBudget.cgroupV2Quota(membership: nil, root: "/cg", read: read) == nil)
+        #expect(CPUBudget.cgroupV2Quota(membership: "0::/other\n", root: "/cg", read: { _ in nil }) == nil)
+        // A hybrid layout with the v2 line last, and a path with no quota of its own.
+        #expect(CPUBudget.cgroupV2Quota(membership: "9:name=systemd:/\n1:cpu:/\n0::/kubepods/pod1/other\n", root: "/cg", read: read) == 3)
+    }
+
+    /// What this machine gives: at least one core, and never more than the affinity mask allows.
+    @Test func theBudgetIsWithinTheAffinityMask() throws {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") })
+        let allowed = line.split(separator: ":")[1].split(separator: ",").reduce(0) { total, range in
+            let bounds = range.trimmingCharacters(in: .whitespaces).split(separator: "-").compactMap { Int($0) }
+            return total + (bounds.count == 2 ? bounds[1] - bounds[0] + 1 : 1)
+        }
+        #expect(CPUBudget.cores >= 1)
+        #expect(CPUBudget.cores <= allowed)
+        #expect(CurlClient.defaultThreads == CPUBudget.cores)
+    }
+}

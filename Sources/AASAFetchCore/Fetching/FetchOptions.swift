@@ -22,7 +22,7 @@ public struct FetchOptions: Sendable, Hashable {
     public var retryDelays: [Double] = [1, 3]
     /// The most downloads in flight at once.
     public var concurrency: Int = 32
-    /// Download threads (curl loops) of the client; `nil`: one per core (`--threads`).
+    /// Download threads (curl loops) of the client; `nil`: one per core the process may use (`--threads`).
     public var threads: Int?
 
     /// The HTTP version negotiated: HTTP/1.1 for origins, HTTP/2 for the Apple CDN (one shared connection).
