@@ -7,9 +7,9 @@ AddressSanitizer: every report is a defect (an out-of-bounds access, a use after
 allocation). ThreadSanitizer: a race is a defect unless both accesses were made inside the body
 of a `Mutex.withLock` (Swift's Synchronization.Mutex waits on a futex, which ThreadSanitizer does not
 see, so it reports every state a mutex guards as raced). Such a body is a closure that takes the
-guarded state `inout` and throws a typed error (its mangled name ends in `zYuYTXEfU_`, or in
-`tz_tYTXEfU_` for a tuple; `MUTEX_BODY`); an access made while such a body is on the stack was made
-holding the lock.
+guarded state `inout` and throws a typed error (its mangled name ends in `zYuYTXEfU_`, in
+`zYuKYTXEfU_` when the error is `any Error`, or in `tz_tYTXEfU_` for a tuple; `MUTEX_BODY`); an
+access made while such a body is on the stack was made holding the lock.
 
 A process that could not start the runtime's symbolizer (under a limit on threads or descriptors)
 writes frames as `<null> <null> (aasa-fetch+0xOFFSET)`; with BINARY, those of it are named here with
@@ -25,9 +25,9 @@ import sys
 
 SEPARATOR = "=================="
 # A closure (`fU_`, `fU0_`, …) given its argument `inout` (`z`, `zYu` for `inout sending`) that throws a
-# typed error (`YT`) and does not escape (`XE`): the shape of `Mutex.withLock`'s body; `TA` is a partial
-# application of it.
-MUTEX_BODY = r"z(Yu)?(_t)?YTXEfU\d*_(TA)?$"
+# typed error (`YT`; `KYT` when that error is `any Error`) and does not escape (`XE`): the shape of
+# `Mutex.withLock`'s body; `TA` is a partial application of it.
+MUTEX_BODY = r"z(Yu)?(_t)?K?YTXEfU\d*_(TA)?$"
 
 
 UNNAMED = re.compile(r"<null> <null> \((\S+)\+0x([0-9a-f]+)\)")

@@ -40,6 +40,8 @@ struct SanitizerReportsTests {
     static let lockBodyApplied = lockBody + "TA"
     /// The body of a `Mutex<(now: Int, most: Int, total: Int)>.withLock`.
     static let tupleLockBody = "$s18AASAFetchCoreTests08RunLogicC0V17CountingTransportC4mostSivgS2i3now_SiAFSi5totaltz_tYTXEfU0_"
+    /// The body of a `withLock` that throws `any Error` (the test CA's certificate cache).
+    static let throwingLockBody = "$s20AASAFetchTestSupport0B2CAC4leaf3for4kindAA15LeafCertificateVSaySSG_AC0H4KindOtKFAHSDySSAHGzYuKYTXEfU_"
     static let helper = "$s13CurlTransport8SlotPoolC5State33_47BDC95B63A839175A395E55B4D2488FLLV8handOver4from12giverHasWorkSiSgSi_SbtF"
     static let loop = "$s13CurlTransport9MultiLoopC11startQueued33_C7587DF852842FB6D26C823EA8449168LLSbyF"
     static let unguarded = "$s13CurlTransport9MultiLoopC7counterSivs"
@@ -61,9 +63,10 @@ struct SanitizerReportsTests {
             Self.race([Self.lockBody, Self.loop], [Self.helper, Self.lockBodyApplied, Self.loop]),
             Self.race([Self.lockBodyApplied], [Self.lockBody]),
             Self.race([Self.tupleLockBody], [Self.tupleLockBody, Self.loop]),
+            Self.race([Self.throwingLockBody, Self.loop], [Self.throwingLockBody]),
         ])
         #expect(run.status == 0, "\(run.standardOutput)")
-        #expect(run.standardOutput.contains("3 races between accesses that hold the same Mutex"))
+        #expect(run.standardOutput.contains("4 races between accesses that hold the same Mutex"))
         #expect(run.standardOutput.contains("no thread sanitizer defect"))
     }
 
