@@ -216,6 +216,38 @@ struct SpooledListTests {
         return process
     }
 
+    /// What a run that waits needs: a server that never answers `slow.example.com`, and a scratch
+    /// folder holding a one-line list for `route` and an empty `TMPDIR`.
+    struct WaitingRunSetup {
+        let ca: TestCA
+        let server: FaultServer
+        let work: URL
+        let list: URL
+        let tmp: URL
+
+        func cleanUp() {
+            server.stop()
+            try? FileManager.default.removeItem(at: work)
+        }
+    }
+
+    static func waitingRun(_ name: String, route: String = "origin") async throws -> WaitingRunSetup {
+        let ca = try TestCA.shared()
+        let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
+        let work = try Self.folder(name)
+        let list = work.appendingPathComponent("list.txt")
+        let tmp = work.appendingPathComponent("tmp")
+        do {
+            try Data((route == "origin" ? "slow.example.com\n" : "applinks:slow.example.com?mode=developer\n").utf8).write(to: list)
+            try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        } catch {
+            server.stop()
+            try? FileManager.default.removeItem(at: work)
+            throw error
+        }
+        return WaitingRunSetup(ca: ca, server: server, work: work, list: list, tmp: tmp)
+    }
+
     /// The spool folders in `tmp`.
     static func spools(in tmp: URL) -> Set<String> {
         Set((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? [])
@@ -226,15 +258,9 @@ struct SpooledListTests {
     /// on each, so no request goes to Apple's CDN); SIGINT and SIGHUP (a closed terminal) too.
     @Test(arguments: [("origin", SIGTERM), ("cdn", SIGTERM), ("both", SIGTERM), ("origin", SIGINT), ("origin", SIGHUP), ("both", SIGHUP)])
     func interruptedRunRemovesTheSpool(route: String, signal: Int32) async throws {
-        let ca = try TestCA.shared()
-        let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
-        defer { server.stop() }
-        let work = try Self.folder("spool-signal")
-        defer { try? FileManager.default.removeItem(at: work) }
-        let list = work.appendingPathComponent("list.txt")
-        try Data((route == "origin" ? "slow.example.com\n" : "applinks:slow.example.com?mode=developer\n").utf8).write(to: list)
-        let tmp = work.appendingPathComponent("tmp")
-        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let setup = try await Self.waitingRun("spool-signal", route: route)
+        defer { setup.cleanUp() }
+        let (ca, server, list, tmp) = (setup.ca, setup.server, setup.list, setup.tmp)
 
         let process = try Self.startWaitingRun(route: route, list: list, tmp: tmp, server: server, ca: ca)
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
@@ -251,15 +277,9 @@ struct SpooledListTests {
     /// A run started with SIGHUP ignored (`nohup`) keeps it ignored: a hang-up neither stops it nor
     /// deletes its spool; SIGTERM still does.
     @Test func anIgnoredHangUpStaysIgnored() async throws {
-        let ca = try TestCA.shared()
-        let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
-        defer { server.stop() }
-        let work = try Self.folder("spool-nohup")
-        defer { try? FileManager.default.removeItem(at: work) }
-        let list = work.appendingPathComponent("list.txt")
-        try Data("slow.example.com\n".utf8).write(to: list)
-        let tmp = work.appendingPathComponent("tmp")
-        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let setup = try await Self.waitingRun("spool-nohup")
+        defer { setup.cleanUp() }
+        let (ca, server, list, tmp) = (setup.ca, setup.server, setup.list, setup.tmp)
 
         let process = try Self.startWaitingRun(list: list, tmp: tmp, server: server, ca: ca, ignoring: [SIGHUP])
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
@@ -278,15 +298,9 @@ struct SpooledListTests {
     /// A run killed with SIGKILL cannot remove its spool; the next spooled run in the same
     /// `TMPDIR` removes it, and leaves the spool of a run still going (another process's).
     @Test func aKilledRunsSpoolIsRemovedByTheNextRun() async throws {
-        let ca = try TestCA.shared()
-        let server = try await FaultServer.start(script: FaultScript(default: .neverAnswer), certificate: try ca.leaf(for: ["slow.example.com"]))
-        defer { server.stop() }
-        let work = try Self.folder("spool-killed")
-        defer { try? FileManager.default.removeItem(at: work) }
-        let list = work.appendingPathComponent("list.txt")
-        try Data("slow.example.com\n".utf8).write(to: list)
-        let tmp = work.appendingPathComponent("tmp")
-        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let setup = try await Self.waitingRun("spool-killed")
+        defer { setup.cleanUp() }
+        let (ca, server, list, tmp) = (setup.ca, setup.server, setup.list, setup.tmp)
 
         // A run that goes on, and a run killed while it waits.
         let going = try Self.startWaitingRun(list: list, tmp: tmp, server: server, ca: ca)
