@@ -216,15 +216,15 @@ struct StoreIntegrationTests {
         let out: URL
         let err: URL
 
-        /// `ignoring`: signals the process inherits ignored (every other stopping signal at its default).
-        init(_ arguments: [String], cache: URL, ignoring: [Int32] = []) throws {
+        /// Started with the stopping signals at their default action, whatever the test runner's are.
+        init(_ arguments: [String], cache: URL) throws {
             let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-running-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
             out = scratch.appendingPathComponent("out")
             err = scratch.appendingPathComponent("err")
             _ = FileManager.default.createFile(atPath: out.path, contents: nil)
             _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-            let command = ChildProcess.withSignalDispositions(ignored: ignoring, ToolRunner.binary, arguments)
+            let command = ChildProcess.withSignalDispositions(ignored: [], ToolRunner.binary, arguments)
             process.executableURL = URL(fileURLWithPath: command.executable)
             process.arguments = command.arguments
             process.environment = ChildProcess.inheritedEnvironment.merging(["NO_COLOR": "1", "AASA_FETCH_CACHE": cache.path]) { _, new in new }
