@@ -31,7 +31,8 @@ extension AASAFetchCommand {
     /// Prepares the process; call it first thing in `main`, before the concurrency runtime starts
     /// (its event descriptors would take the number of a closed standard stream): makes sure
     /// descriptors 0–2 are open (``StandardStreams``), raises the soft limit of open files
-    /// toward the hard one (``ProcessLimits``) and, under an address-space limit, makes thread
+    /// toward the hard one (``ProcessLimits``), gives threads stacks of at least 2 MiB under a
+    /// smaller stack limit (`StackLimit.fitLimit()`) and, under an address-space limit, makes thread
     /// stacks and malloc arenas small (`AddressSpace.fitLimit()`), or ends the process with
     /// `address-space-exhausted` (exit 2) when the limit leaves no room to start. Idempotent.
     public static func prepareProcess() {
@@ -43,6 +44,7 @@ extension AASAFetchCommand {
             exit(reporting: argumentsUnreadable, console: .standard)
         }
         ProcessLimits.raiseDescriptorLimit()
+        StackLimit.fitLimit()
         AddressSpace.fitLimit()
         if let failure = addressSpaceShortage ?? threadShortage {
             exit(reporting: failure, console: console(for: Array(CommandLine.arguments.dropFirst())))

@@ -9,8 +9,9 @@
  * kind; the logic stays in Swift (CurlTransport). The exceptions are the plumbing of curl's socket
  * interface (ccurl_events_*): the callbacks that keep an epoll set and curl's timer run for every
  * socket change, and epoll's packed struct epoll_event has no Swift layout; and the threads' and
- * malloc's settings under an address-space limit (ccurl_fit_address_space), and the CPU
- * affinity count (ccurl_affinity_cpu_count), which Swift's Glibc module does not declare. Every function is static (inline): this module is header-only.
+ * malloc's settings under an address-space limit or a small stack limit (ccurl_fit_address_space,
+ * ccurl_set_default_thread_stack), and the CPU affinity count (ccurl_affinity_cpu_count), which
+ * Swift's Glibc module does not declare. Every function is static (inline): this module is header-only.
  */
 
 #include <curl/curl.h>
@@ -82,6 +83,10 @@ static inline void ccurl_name_current_thread(const char *name) {
 }
 
 /*
+ * ccurl_set_default_thread_stack sets the stack size of threads created from now on without one of
+ * their own (the concurrency runtime's, the curl loops'); glibc's default is the soft RLIMIT_STACK.
+ * Returns 0 when it took effect.
+ *
  * Under an address-space limit (RLIMIT_AS, `ulimit -v`), reservations count as much as memory
  * used: every thread's stack (RLIMIT_STACK, 8 MiB by default) and every glibc malloc arena
  * (64 MiB each, one per thread that allocates, up to 8 per core). A thread the concurrency
@@ -91,18 +96,23 @@ static inline void ccurl_name_current_thread(const char *name) {
  * pthread_setattr_default_np needs _GNU_SOURCE, and mallopt's header is glibc's. Returns 0 when
  * both took effect.
  */
-static inline int ccurl_fit_address_space(size_t stack_bytes, int arenas) {
+static inline int ccurl_set_default_thread_stack(size_t stack_bytes) {
     typedef int (*set_default_fn)(const pthread_attr_t *);
-    typedef int (*mallopt_fn)(int, int);
-    int failed = 0;
     set_default_fn set_default = (set_default_fn)dlsym(RTLD_DEFAULT, "pthread_setattr_default_np");
     pthread_attr_t attr;
+    int failed = 0;
     if (set_default != NULL && pthread_attr_init(&attr) == 0) {
         if (pthread_attr_setstacksize(&attr, stack_bytes) != 0 || set_default(&attr) != 0) failed = 1;
         (void)pthread_attr_destroy(&attr);
     } else {
         failed = 1;
     }
+    return failed ? -1 : 0;
+}
+
+static inline int ccurl_fit_address_space(size_t stack_bytes, int arenas) {
+    typedef int (*mallopt_fn)(int, int);
+    int failed = ccurl_set_default_thread_stack(stack_bytes) != 0;
     mallopt_fn set_option = (mallopt_fn)dlsym(RTLD_DEFAULT, "mallopt");
     /* M_ARENA_MAX is -8 in glibc's malloc.h; mallopt returns 1 on success. */
     if (set_option == NULL || set_option(-8, arenas) != 1) failed = 1;

@@ -49,3 +49,40 @@ public enum AddressSpace {
         return limit
     }
 }
+
+/// Living with a small stack limit (`RLIMIT_STACK`, `ulimit -s`).
+///
+/// glibc gives every thread without a stack size of its own (the concurrency runtime's, the curl
+/// loops') a stack of the soft stack limit, 8 MiB by default. Under a small one a file nested as
+/// deeply as the parsers allow (JSON: 256 levels, about 1.5 KiB of stack each) overflowed the
+/// stack of the thread parsing it: `ulimit -s 256` and a server answering 250 nested arrays
+/// crashed the run (SIGSEGV). ``fitLimit()`` gives the threads started from now on at least
+/// ``minimumThreadStack`` and lets the main thread's stack grow as far, within the hard limit.
+public enum StackLimit {
+    /// The least stack a thread gets: what ``AddressSpace`` gives under an address-space limit,
+    /// several times what the deepest nesting any parser allows needs.
+    public static let minimumThreadStack = AddressSpace.limitedThreadStack
+
+    /// The soft stack limit in bytes; `nil` when there is none.
+    public static var limit: UInt64? {
+        var value = rlimit()
+        guard getrlimit(Int32(RLIMIT_STACK.rawValue), &value) == 0, value.rlim_cur != rlim_t.max else { return nil }
+        return UInt64(value.rlim_cur)
+    }
+
+    /// Under a soft stack limit below ``minimumThreadStack``: raises it toward that (within the
+    /// hard limit) and gives the threads started from now on stacks of ``minimumThreadStack``;
+    /// otherwise does nothing. Call first thing in `main`, before the concurrency runtime starts
+    /// a thread. - Returns: Whether the limit was below the minimum.
+    @discardableResult
+    public static func fitLimit() -> Bool {
+        var value = rlimit()
+        guard getrlimit(Int32(RLIMIT_STACK.rawValue), &value) == 0, value.rlim_cur != rlim_t.max,
+            value.rlim_cur < rlim_t(minimumThreadStack)
+        else { return false }
+        value.rlim_cur = value.rlim_max == rlim_t.max ? rlim_t(minimumThreadStack) : min(value.rlim_max, rlim_t(minimumThreadStack))
+        _ = setrlimit(Int32(RLIMIT_STACK.rawValue), &value)
+        _ = ccurl_set_default_thread_stack(minimumThreadStack)
+        return true
+    }
+}

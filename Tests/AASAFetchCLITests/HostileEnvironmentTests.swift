@@ -472,6 +472,35 @@ struct HostileEnvironmentTests {
         #expect(stderr.contains("aasa-fetch: threads-exhausted: 10 hosts could not be fetched"), "\(stderr)")
     }
 
+    // MARK: - Stack
+
+    /// Under a small stack limit (`ulimit -s 256`), a file nested as deeply as the JSON parser
+    /// allows (250 arrays inside `applinks`), read from a file and downloaded from a server, is
+    /// judged, not a crash: threads got stacks of the soft limit, and the parser's recursion
+    /// overflowed them (SIGSEGV).
+    @Test func deepNestingUnderASmallStackLimit() async throws {
+        let deep = "{\"applinks\": " + String(repeating: "[", count: 250) + String(repeating: "]", count: 250) + "}"
+        let (server, ca) = try await Self.server(hosts: ["deep.fault.test": .respond(headers: [("Content-Type", "application/json")], body: deep)])
+        defer { server.stop() }
+        let work = try Self.folder("stack")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let file = work.appendingPathComponent("deep.json")
+        try Data(deep.utf8).write(to: file)
+
+        let lint = try Self.shell("ulimit -s 256 && exec \"$AASA\" lint --json \(Self.quoted(file.path))")
+        #expect(lint.status == 1, "lint: exit \(lint.status): \(lint.standardError.prefix(300))")
+        #expect(lint.jsonObject != nil, "lint: \(lint.standardOutput.prefix(300))")
+
+        let arguments = (["--domain", "applinks:deep.fault.test", "--domain", "applinks:ok.fault.test", "--json", "--no-store"]
+            + Self.network(server, ca)).map(Self.quoted).joined(separator: " ")
+        let fetch = try Self.shell("ulimit -s 256 && exec \"$AASA\" \(arguments)")
+        #expect(fetch.status == 1, "fetch: exit \(fetch.status): \(fetch.standardError.prefix(300))")
+        let object = fetch.jsonObject
+        #expect(object?.domain("ok.fault.test")?["code"] as? String == "ok")
+        let code = object?.domain("deep.fault.test")?["code"] as? String
+        #expect(code != nil && code != "ok", "deep: \(code ?? "-")")
+    }
+
     // MARK: - Address space
 
     /// Under `ulimit -v`, a server whose chunked trailers never end cannot push the tool past the
