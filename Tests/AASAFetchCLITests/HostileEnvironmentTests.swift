@@ -476,8 +476,8 @@ struct HostileEnvironmentTests {
 
     /// Under a small stack limit (`ulimit -s 256`), a file nested as deeply as the JSON parser
     /// allows (250 arrays inside `applinks`), read from a file and downloaded from a server, is
-    /// judged, not a crash: threads got stacks of the soft limit, and the parser's recursion
-    /// overflowed them (SIGSEGV).
+    /// judged, and a deeply nested YAML config is refused, not a crash: threads got stacks of the
+    /// soft limit, and the parsers' recursion overflowed them (SIGSEGV).
     @Test func deepNestingUnderASmallStackLimit() async throws {
         let deep = "{\"applinks\": " + String(repeating: "[", count: 250) + String(repeating: "]", count: 250) + "}"
         let (server, ca) = try await Self.server(hosts: ["deep.fault.test": .respond(headers: [("Content-Type", "application/json")], body: deep)])
@@ -490,6 +490,13 @@ struct HostileEnvironmentTests {
         let lint = try Self.shell("ulimit -s 256 && exec \"$AASA\" lint --json \(Self.quoted(file.path))")
         #expect(lint.status == 1, "lint: exit \(lint.status): \(lint.standardError.prefix(300))")
         #expect(lint.jsonObject != nil, "lint: \(lint.standardOutput.prefix(300))")
+
+        // A YAML config nested 990 levels (libyaml stops at 1,000), built into nodes recursively.
+        let config = work.appendingPathComponent("deep.yaml")
+        try Data((0..<990).map { String(repeating: " ", count: $0) + "a:\n" }.joined().utf8).write(to: config)
+        let configured = try Self.shell("ulimit -s 256 && exec \"$AASA\" --config \(Self.quoted(config.path)) --domain applinks:x.invalid --no-store")
+        #expect(configured.status == 64, "config: exit \(configured.status): \(configured.standardError.prefix(300))")
+        #expect(configured.standardError.contains("config-invalid"), "\(configured.standardError.prefix(300))")
 
         let arguments = (["--domain", "applinks:deep.fault.test", "--domain", "applinks:ok.fault.test", "--json", "--no-store"]
             + Self.network(server, ca)).map(Self.quoted).joined(separator: " ")
