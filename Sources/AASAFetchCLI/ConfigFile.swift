@@ -200,11 +200,27 @@ struct ConfigFile: Equatable {
         if let line = aliasLine(in: text) {
             throw invalid(path, line: line, "anchors and aliases (&name, *name) are not accepted in a config file; quote a value that starts with & or *")
         }
+        let source = String(text)
+        // Yams builds (and frees) the nodes recursively, about 2.5 KiB of stack a level, and
+        // libyaml accepts 1,000 levels: more than the 2 MiB stack a thread may have (a small
+        // `ulimit -s` or `ulimit -v`), where a hostile file crashed the run.
+        let outcome: Result<ConfigValue?, CommandFailure> = LargeStack.run {
+            do throws(CommandFailure) {
+                return .success(try parseYAMLTree(source, path: path))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// The parse and conversion of ``parseYAML(_:path:)``, where the document's nodes live and die.
+    private static func parseYAMLTree(_ source: String, path: String) throws(CommandFailure) -> ConfigValue? {
         let node: Node?
         do {
             // The basic resolver leaves every scalar a string; `scalar(_:)` applies the YAML 1.2
             // core types itself.
-            node = try Parser(yaml: String(text), resolver: .basic).singleRoot()
+            node = try Parser(yaml: source, resolver: .basic).singleRoot()
         } catch let error as YamlError {
             throw invalid(path, line: Self.line(of: error), Self.message(of: error))
         } catch {

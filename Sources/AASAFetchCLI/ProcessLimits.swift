@@ -124,31 +124,9 @@ enum ProcessLimits {
 
     /// ``pidsLimit`` from the text of `/proc/self/cgroup`, reading each `pids.max` with `read`.
     static func pidsLimit(cgroups text: String, read: (String) -> String?) -> Int? {
-        var smallest: Int?
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
-            guard fields.count == 3 else { continue }
-            let mounts: [String]
-            if fields[1].split(separator: ",").contains("pids") {
-                mounts = ["/sys/fs/cgroup/pids"]
-            } else if fields[0] == "0", fields[1].isEmpty {
-                mounts = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
-            } else {
-                continue
-            }
-            for mount in mounts {
-                var path = fields[2].split(separator: "/").map(String.init)
-                while true {
-                    let file = ([mount] + path + ["pids.max"]).joined(separator: "/")
-                    if let value = read(file), let number = Int(value.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                        smallest = min(smallest ?? number, number)
-                    }
-                    if path.isEmpty { break }
-                    path.removeLast()
-                }
-            }
+        CgroupChain.smallest("pids.max", v1Controller: "pids", membership: text, read: read) {
+            Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        return smallest
     }
 
     /// Whether a limit on this process's threads is in sight (``processLimit``, ``pidsLimit``):

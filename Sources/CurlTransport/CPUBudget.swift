@@ -15,30 +15,18 @@ package enum CPUBudget {
         var cores = ProcessInfo.processInfo.activeProcessorCount
         let affinity = Int(ccurl_affinity_cpu_count())
         if affinity > 0 { cores = min(cores, affinity) }
-        if let quota = cgroupV2Quota(membership: readSmallFile("/proc/self/cgroup"), root: "/sys/fs/cgroup", read: readSmallFile) {
+        if let quota = cgroupV2Quota(membership: readSmallFile("/proc/self/cgroup"), read: readSmallFile) {
             cores = min(cores, quota)
         }
         return max(1, cores)
     }()
 
     /// The CPU quota of the process's cgroup v2 in whole cores, rounded up: the smallest
-    /// `cpu.max` of its cgroup and every ancestor under `root`; `nil` without a v2 membership line
-    /// (`0::PATH` in `membership`, the text of `/proc/self/cgroup`) or without any quota.
-    package static func cgroupV2Quota(membership: String?, root: String, read: (String) -> String?) -> Int? {
-        guard let membership,
-            let line = membership.split(separator: "\n").first(where: { $0.hasPrefix("0::") })
-        else { return nil }
-        var path = String(line.dropFirst(3))
-        var smallest: Int?
-        while true {
-            let folder = path == "/" ? root : root + path
-            if let text = read(folder + "/cpu.max"), let quota = cores(cpuMax: text) {
-                smallest = min(smallest ?? quota, quota)
-            }
-            guard path != "/", !path.isEmpty, let slash = path.lastIndex(of: "/") else { break }
-            path = slash == path.startIndex ? "/" : String(path[..<slash])
-        }
-        return smallest
+    /// `cpu.max` of its cgroup and every ancestor (``CgroupChain``); `nil` without a v2
+    /// membership line in `membership` (the text of `/proc/self/cgroup`) or without any quota.
+    package static func cgroupV2Quota(membership: String?, read: (String) -> String?) -> Int? {
+        guard let membership else { return nil }
+        return CgroupChain.smallest("cpu.max", v1Controller: nil, membership: membership, read: read, value: cores(cpuMax:))
     }
 
     /// Whole cores, rounded up, of a `cpu.max` line ("QUOTA PERIOD" in microseconds); `nil` for
@@ -62,5 +50,41 @@ package enum CPUBudget {
             bytes += buffer[..<count]
         }
         return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// The files of a cgroup controller that limit this process: in its cgroup and every ancestor.
+package enum CgroupChain {
+    /// The smallest limit `file` sets on this process: read with `read` and turned into a number
+    /// by `value` (`nil`: no limit there) in the cgroups `membership` (the text of
+    /// `/proc/self/cgroup`) names, from the process's own up to the root, under the cgroup v1
+    /// mount of `v1Controller` when it is given and listed, and under cgroup v2 (`/sys/fs/cgroup`,
+    /// or `/sys/fs/cgroup/unified` in a hybrid layout). `nil` when none sets one.
+    package static func smallest(_ file: String, v1Controller: String?, membership: String, read: (String) -> String?,
+                                 value: (String) -> Int?) -> Int? {
+        var smallest: Int?
+        for line in membership.split(separator: "\n") {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3 else { continue }
+            let mounts: [String]
+            if let v1Controller, fields[1].split(separator: ",").contains(Substring(v1Controller)) {
+                mounts = ["/sys/fs/cgroup/\(v1Controller)"]
+            } else if fields[0] == "0", fields[1].isEmpty {
+                mounts = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            } else {
+                continue
+            }
+            for mount in mounts {
+                var path = fields[2].split(separator: "/").map(String.init)
+                while true {
+                    if let text = read(([mount] + path + [file]).joined(separator: "/")), let number = value(text) {
+                        smallest = min(smallest ?? number, number)
+                    }
+                    if path.isEmpty { break }
+                    path.removeLast()
+                }
+            }
+        }
+        return smallest
     }
 }

@@ -433,3 +433,25 @@ import Testing
         #expect(try noFile.json().domain("shop.example.net")?["code"] as? String == "tls-untrusted")
     }
 }
+
+/// The thread a YAML config is parsed on: Yams recurses once a level (about 2.5 KiB of stack each
+/// in a release build), more than a 2 MiB thread stack holds for the 1,000 levels libyaml accepts.
+struct LargeStackTests {
+    /// The work runs on a thread whose stack is ``LargeStack/bytes``, and its result comes back.
+    @Test func theWorkRunsOnAStackOfItsSize() {
+        let size: Int = LargeStack.run {
+            typealias GetAttributes = @convention(c) (pthread_t, UnsafeMutablePointer<pthread_attr_t>) -> Int32
+            guard let symbol = dlsym(nil, "pthread_getattr_np") else { return -1 }
+            // Allocated, not `pthread_attr_t()`: that initializer is the C shim module's to this file.
+            let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+            defer { attributes.deallocate() }
+            guard unsafeBitCast(symbol, to: GetAttributes.self)(pthread_self(), attributes) == 0 else { return -2 }
+            defer { pthread_attr_destroy(attributes) }
+            var size = 0
+            pthread_attr_getstacksize(attributes, &size)
+            return size
+        }
+        #expect(size >= LargeStack.bytes, "stack of \(size) bytes")
+        #expect(LargeStack.run { (1...10).reduce(0, +) } == 55)
+    }
+}

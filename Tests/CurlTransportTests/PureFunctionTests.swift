@@ -489,22 +489,24 @@ struct CPUBudgetTests {
     /// cgroup without a quota (`max`) or without the file does not.
     @Test func theSmallestQuotaOnTheCgroupPathCounts() {
         let files = [
-            "/cg/cpu.max": "max 100000",
-            "/cg/kubepods/cpu.max": "800000 100000",
-            "/cg/kubepods/pod1/cpu.max": "250000 100000",
-            "/cg/kubepods/pod1/app/cpu.max": "max 100000",
+            "/sys/fs/cgroup/cpu.max": "max 100000",
+            "/sys/fs/cgroup/kubepods/cpu.max": "800000 100000",
+            "/sys/fs/cgroup/kubepods/pod1/cpu.max": "250000 100000",
+            "/sys/fs/cgroup/kubepods/pod1/app/cpu.max": "max 100000",
+            "/sys/fs/cgroup/unified/system.slice/cpu.max": "150000 100000",
         ]
         let read = { (path: String) in files[path] }
-        #expect(CPUBudget.cgroupV2Quota(membership: "0::/kubepods/pod1/app\n", root: "/cg", read: read) == 3)
-        #expect(CPUBudget.cgroupV2Quota(membership: "0::/kubepods\n", root: "/cg", read: read) == 8)
+        #expect(CPUBudget.cgroupV2Quota(membership: "0::/kubepods/pod1/app\n", read: read) == 3)
+        #expect(CPUBudget.cgroupV2Quota(membership: "0::/kubepods\n", read: read) == 8)
         // A cgroup namespace: the process sees its own cgroup as the root.
-        #expect(CPUBudget.cgroupV2Quota(membership: "0::/\n", root: "/cg/kubepods/pod1", read: { files["/cg/kubepods/pod1/" + ($0 as NSString).lastPathComponent] }) == 3)
+        #expect(CPUBudget.cgroupV2Quota(membership: "0::/\n", read: { $0 == "/sys/fs/cgroup/cpu.max" ? "50000 100000" : nil }) == 1)
         // cgroup v1 lines only, or nothing to read: no quota.
-        #expect(CPUBudget.cgroupV2Quota(membership: "4:memory:/x\n1:cpu:/\n", root: "/cg", read: read) == nil)
-        #expect(CPUBudget.cgroupV2Quota(membership: nil, root: "/cg", read: read) == nil)
-        #expect(CPUBudget.cgroupV2Quota(membership: "0::/other\n", root: "/cg", read: { _ in nil }) == nil)
-        // A hybrid layout with the v2 line last, and a path with no quota of its own.
-        #expect(CPUBudget.cgroupV2Quota(membership: "9:name=systemd:/\n1:cpu:/\n0::/kubepods/pod1/other\n", root: "/cg", read: read) == 3)
+        #expect(CPUBudget.cgroupV2Quota(membership: "4:memory:/x\n1:cpu:/\n", read: read) == nil)
+        #expect(CPUBudget.cgroupV2Quota(membership: nil, read: read) == nil)
+        #expect(CPUBudget.cgroupV2Quota(membership: "0::/other\n", read: { _ in nil }) == nil)
+        // A hybrid layout: the v2 line last, and the v2 hierarchy mounted at .../unified.
+        #expect(CPUBudget.cgroupV2Quota(membership: "9:name=systemd:/\n1:cpu:/\n0::/kubepods/pod1/other\n", read: read) == 3)
+        #expect(CPUBudget.cgroupV2Quota(membership: "1:cpu:/\n0::/system.slice\n", read: read) == 2)
     }
 
     /// What this machine gives: at least one core, and never more than the affinity mask allows.
