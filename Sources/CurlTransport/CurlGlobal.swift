@@ -63,13 +63,6 @@ public enum StackLimit {
     /// several times what the deepest nesting any parser allows needs.
     public static let minimumThreadStack = AddressSpace.limitedThreadStack
 
-    /// The soft stack limit in bytes; `nil` when there is none.
-    public static var limit: UInt64? {
-        var value = rlimit()
-        guard getrlimit(Int32(RLIMIT_STACK.rawValue), &value) == 0, value.rlim_cur != rlim_t.max else { return nil }
-        return UInt64(value.rlim_cur)
-    }
-
     /// Under a soft stack limit below ``minimumThreadStack``: raises it toward that (within the
     /// hard limit) and gives the threads started from now on stacks of ``minimumThreadStack``;
     /// otherwise does nothing. Call first thing in `main`, before the concurrency runtime starts
