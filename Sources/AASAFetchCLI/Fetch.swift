@@ -128,9 +128,9 @@ extension AASAFetchCommand {
     }
 }
 
-/// The stopping signals (``StoppingSignals``) during a spooled run delete the spool before the process ends (as the
-/// signal would have ended it, exit 128 + signal). The folder is unlinked without waiting for the
-/// database (a write may be under way); the process ends at once.
+/// The stopping signals (``StoppingSignals``) during a spooled run delete the spool before the
+/// process ends (as the signal would have ended it, exit 128 + signal). The folder is unlinked
+/// without waiting for the database (a write may be under way); the process ends at once.
 enum SpoolCleanup {
     static func install(_ spool: RunSpool) -> [any DispatchSourceSignal] {
         let directory = spool.directory
