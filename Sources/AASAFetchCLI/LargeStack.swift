@@ -1,5 +1,5 @@
+import CurlTransport
 import Dispatch
-import Glibc
 
 /// Runs work whose depth of recursion its input decides on a thread of its own with a stack of
 /// ``bytes``, and waits for it. The threads of the concurrency runtime may have only 2 MiB (under
@@ -16,36 +16,14 @@ enum LargeStack {
     static func run<T>(_ body: @escaping @Sendable () -> T) -> T {
         let box = LargeStackResult<T>()
         let done = DispatchSemaphore(value: 0)
-        let context = Unmanaged.passRetained(LargeStackWork {
+        let error = CurlClient.startThread(stackSize: bytes) {
             box.value = body()
             done.signal()
-        }).toOpaque()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        guard pthread_attr_setstacksize(&attributes, bytes) == 0 else {
-            Unmanaged<LargeStackWork>.fromOpaque(context).release()
-            return body()
         }
-        var thread = pthread_t()
-        let error = pthread_create(&thread, &attributes, { context in
-            Unmanaged<LargeStackWork>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        guard error == 0 else {
-            Unmanaged<LargeStackWork>.fromOpaque(context).release()
-            return body()
-        }
+        guard error == 0 else { return body() }
         done.wait()
         return box.value!
     }
-}
-
-/// The work a ``LargeStack`` thread runs.
-private final class LargeStackWork: Sendable {
-    let run: @Sendable () -> Void
-    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
 
 /// Where a ``LargeStack`` thread leaves its result; read only after the thread signalled.

@@ -82,11 +82,12 @@ public final class CurlClient: HTTPTransferring, Sendable {
     }
 
     /// Starts `body` on a new detached thread with the process's default attributes (its stack
-    /// size as ``AddressSpace/fitLimit()`` set it). Unlike Foundation's `Thread`, which ignores
-    /// the result of `pthread_create`, a thread that cannot be made is reported.
+    /// size as ``AddressSpace/fitLimit()`` or ``StackLimit/fitLimit()`` set it), or a stack of
+    /// `stackSize` bytes. Unlike Foundation's `Thread`, which ignores the result of
+    /// `pthread_create`, a thread that cannot be made is reported.
     /// - Returns: 0, or the error of `pthread_create` (`EAGAIN` when this process may start no
-    ///   more threads).
-    package static func startThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
+    ///   more threads), or of `pthread_attr_setstacksize`.
+    package static func startThread(stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) -> Int32 {
         final class Body: Sendable {
             let run: @Sendable () -> Void
             init(_ run: @escaping @Sendable () -> Void) { self.run = run }
@@ -96,6 +97,13 @@ public final class CurlClient: HTTPTransferring, Sendable {
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        if let stackSize {
+            let error = pthread_attr_setstacksize(&attributes, stackSize)
+            if error != 0 {
+                Unmanaged<Body>.fromOpaque(context).release()
+                return error
+            }
+        }
         var thread = pthread_t()
         let error = pthread_create(&thread, &attributes, { context in
             Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
