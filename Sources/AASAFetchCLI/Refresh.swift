@@ -217,8 +217,10 @@ extension AASAFetchCommand {
                         break
                     case .notified(let report):
                         if let notifier { NotifyOptions.render(report, url: notifier.url, quiet: quiet, console: console, repeats: repeats, now: clock()) }
-                    case .storeUnavailable(let error, let retry):
-                        if !quiet { console.diagnostic(error.code, "\(error.message); retrying in \(Int(retry.rounded(.up))) s") }
+                    case .storeUnavailable(let error, let retry, let unrecorded):
+                        guard !quiet else { break }
+                        let kept = unrecorded > 0 ? "; \(Plural.count(unrecorded, "fetched result is", "fetched results are")) kept to be recorded first" : ""
+                        console.diagnostic(error.code, "\(error.message)\(kept); retrying in \(Int(retry.rounded(.up))) s")
                     case .pruned(let pruned):
                         if !quiet, !pruned.hosts.isEmpty { console.err(Self.prunedLine(pruned)) }
                     }

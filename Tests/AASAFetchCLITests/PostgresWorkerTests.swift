@@ -151,6 +151,85 @@ struct PostgresWorkerTests {
         withExtendedLifetime(blackhole) {}
     }
 
+    /// PostgreSQL goes away (killed, as a crash would end it) while a worker's batch downloads.
+    /// The worker keeps what it fetched and says so (it used to drop the results and keep the
+    /// hosts leased, so nobody fetched them again until the lease lapsed). With `restart`, the
+    /// server comes back: the batch is recorded, as of when it was fetched, with no host fetched
+    /// twice and no lease left. Without, the worker is stopped while the store is still away: exit
+    /// 2, `store-unreachable`, naming the results it could not record.
+    @Test(arguments: [true, false])
+    func aBatchFetchedWhileTheStoreIsDownIsRecordedWhenItIsBack(restart: Bool) async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-pg-down-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let release = work.appendingPathComponent("release").path
+        let ca = try TestCA.shared()
+        let script = FaultScript(default: .holdUntilFile(release, body: StoreIntegrationTests.good,
+                                                         headers: [("Content-Type", "application/json")], wait: 120))
+        let fault = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]), lifetime: 300)
+        defer { fault.stop() }
+        let hosts = (0..<6).map { "d\($0).fault.test" }
+        let list = work.appendingPathComponent("list.txt")
+        try Data(hosts.joined(separator: "\n").utf8).write(to: list)
+        let network = ["--cacert", ca.caCertPath, "--connect-to", fault.connectTo, "--allow-private", "--retry-delays", "",
+                       "--connect-timeout", "5", "--max-time", "120", "--store", server.url]
+        func requests() -> Int { fault.requests().filter { $0.event == "request" }.count }
+
+        // Recorded once, with the server answering at once; then every host is due.
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        let recorded = try ToolRunner.run(["--domains", list.path, "--app-id", StoreIntegrationTests.appID, "--quiet"] + network)
+        #expect(recorded.status == 0, "stderr: \(recorded.stderr)")
+        try FileManager.default.removeItem(atPath: release)
+        let store = try await PostgresAssociationStore.connect(url: server.url)
+        try await store.setNextCheck(Date().addingTimeInterval(-1))
+
+        // The worker leases the batch; its downloads are held by the server while PostgreSQL dies.
+        let worker = try Running(["refresh", "--worker", "--json", "--interval", "1s", "--lease", "300s", "--owner", "keeper"] + network,
+                                 cache: work)
+        let held = await waitUntil(timeout: .seconds(30)) { requests() == 2 * hosts.count }
+        #expect(held, "the worker's requests reached the server: \(requests())")
+        server.kill()
+        let killed = Date()
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        let said = await waitUntil(timeout: .seconds(30)) {
+            ((try? String(contentsOf: worker.err, encoding: .utf8)) ?? "").contains("6 fetched results are kept to be recorded first")
+        }
+        #expect(said, "stderr: \((try? String(contentsOf: worker.err, encoding: .utf8)) ?? "")")
+
+        guard restart else {
+            kill(worker.process.processIdentifier, SIGTERM)
+            let result = worker.finish(timeout: .seconds(60))
+            #expect(result.status == 2, "stderr: \(result.stderr)")
+            #expect(result.stderr.contains("aasa-fetch: store-unreachable: "), "stderr: \(result.stderr)")
+            #expect(result.stderr.contains("6 fetched results were not recorded (their leases lapse)"), "stderr: \(result.stderr)")
+            // With --json the error is the last line of standard output; no batch was reported.
+            let lines = Self.lines(result.stdout)
+            #expect(lines.count == 1 && (lines.first?["error"] as? [String: Any])?["code"] as? String == "store-unreachable",
+                    "\(result.stdout)")
+            return
+        }
+        let back = Date()
+        try await server.restart()
+        var states: [HostState] = []
+        let done = await waitUntil(timeout: .seconds(30), interval: .milliseconds(200)) {
+            states = (try? await store.allHosts()) ?? []
+            return states.count == hosts.count && states.allSatisfy { $0.lease == nil && ($0.lastResult?.fetchedAt ?? .distantPast) > killed }
+        }
+        #expect(done, "the batch was recorded once the server was back: \(states.map { ($0.key.host, $0.lease?.owner, $0.lastResult?.fetchedAt) })")
+        kill(worker.process.processIdentifier, SIGTERM)
+        let result = worker.finish(timeout: .seconds(60))
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let batches = Self.lines(result.stdout)
+        #expect(batches.count == 1 && batches.first?["fetched"] as? Int == hosts.count && batches.first?["leaseLost"] as? [String] == [],
+                "\(result.stdout)")
+        #expect(states.allSatisfy { $0.isApproved && $0.consecutiveFailures == 0 })
+        #expect(requests() == 2 * hosts.count, "no host was fetched again: \(requests()) requests")
+        // Recorded as of the downloads, before the server was back.
+        #expect(states.allSatisfy { ($0.lastResult?.fetchedAt ?? .distantFuture) < back })
+    }
+
     @Test func badURLsUnreachableServersAndWrongPasswordsExitTwoWithACode() async throws {
         let server = try await PostgresServer.start(password: "s3cret-pw")
         defer { server.stop() }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 
 /// A real PostgreSQL server for tests: a fresh cluster in a temp folder, listening on 127.0.0.1 at
@@ -70,61 +71,92 @@ public final class PostgresServer: Sendable {
         var lastError = ""
         for _ in 0..<5 {
             let port = try Loopback.freePort()
-            // The server runs in the foreground (as nginx does in NginxServer): a daemonised one keeps
-            // an inherited descriptor open and Foundation's Process never sees pg_ctl exit. setpriv
-            // execs, so the child's pid is the server's own.
-            let server = ["\(bin)/postgres", "-D", data, "-p", "\(port)", "-h", "127.0.0.1", "-k", directory.path,
-                          "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=60", "-c", "shared_buffers=16MB"]
-            let process = Process()
-            if root {
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-                process.arguments = ["--reuid=postgres", "--regid=postgres", "--init-groups", "--"] + server
-            } else {
-                process.executableURL = URL(fileURLWithPath: server[0])
-                process.arguments = Array(server.dropFirst())
-            }
-            let log = directory.appendingPathComponent("log-\(port)")
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            let logHandle = try FileHandle(forWritingTo: log)
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = logHandle
-            process.standardError = logHandle
-            try process.run()
-            try? logHandle.close()
-            _ = ChildProcess.startWatchdog(for: process.processIdentifier, removing: directory)
-            let deadline = ContinuousClock.now.advanced(by: .seconds(30))
-            var ready = false
-            while process.isRunning, ContinuousClock.now < deadline {
-                if (try? String(contentsOf: log, encoding: .utf8))?.contains("ready to accept connections") == true,
-                   Loopback.accepts(port: port) {
-                    ready = true
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            if ready {
+            switch try await launch(bin: bin, data: data, directory: directory, port: port) {
+            case .success(let process):
                 return PostgresServer(port: port, directory: directory, process: process, password: password)
+            case .failure(let error):
+                lastError = error.description
             }
-            lastError = (try? String(contentsOf: log, encoding: .utf8)) ?? "no log"
-            ChildProcess.terminate(process, grace: .seconds(3))
         }
         try? FileManager.default.removeItem(at: directory)
         throw TestSupportError("PostgreSQL did not start: \(lastError)")
     }
 
-    /// Stops the server at once (SIGQUIT, then SIGKILL) and removes its folder. Idempotent.
-    public func stop() {
+    /// Starts the server of the cluster `data` on `port` and waits (bounded) until it accepts
+    /// connections; `.failure` with its log when it does not (e.g. the port was taken).
+    private static func launch(bin: String, data: String, directory: URL, port: Int) async throws -> Result<Process, TestSupportError> {
+        // The server runs in the foreground (as nginx does in NginxServer): a daemonised one keeps
+        // an inherited descriptor open and Foundation's Process never sees pg_ctl exit. setpriv
+        // execs, so the child's pid is the server's own.
+        let server = ["\(bin)/postgres", "-D", data, "-p", "\(port)", "-h", "127.0.0.1", "-k", directory.path,
+                      "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=60", "-c", "shared_buffers=16MB"]
+        let process = Process()
+        if getuid() == 0 {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=postgres", "--regid=postgres", "--init-groups", "--"] + server
+        } else {
+            process.executableURL = URL(fileURLWithPath: server[0])
+            process.arguments = Array(server.dropFirst())
+        }
+        let log = directory.appendingPathComponent("log-\(port)-\(UUID().uuidString.prefix(8))")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let logHandle = try FileHandle(forWritingTo: log)
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = logHandle
+        process.standardError = logHandle
+        try process.run()
+        try? logHandle.close()
+        _ = ChildProcess.startWatchdog(for: process.processIdentifier, removing: directory)
+        let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+        while process.isRunning, ContinuousClock.now < deadline {
+            if (try? String(contentsOf: log, encoding: .utf8))?.contains("ready to accept connections") == true,
+               Loopback.accepts(port: port) {
+                return .success(process)
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? "no log"
+        ChildProcess.terminate(process, grace: .seconds(3))
+        return .failure(TestSupportError(text))
+    }
+
+    /// Kills the server (SIGQUIT: an immediate shutdown, as a crash or a lost machine would end it)
+    /// and keeps its cluster, so ``restart()`` can start it again on the same port.
+    public func kill() {
         let running = process.withLock { process -> Process? in
             defer { process = nil }
             return process
         }
-        if let running, running.isRunning {
-            kill(running.processIdentifier, SIGQUIT)
-            if !ChildProcess.waitForExit(running, timeout: .seconds(10)) {
-                kill(running.processIdentifier, SIGKILL)
-                _ = ChildProcess.waitForExit(running, timeout: .seconds(2))
+        guard let running, running.isRunning else { return }
+        Glibc.kill(running.processIdentifier, SIGQUIT)
+        if !ChildProcess.waitForExit(running, timeout: .seconds(10)) {
+            Glibc.kill(running.processIdentifier, SIGKILL)
+            _ = ChildProcess.waitForExit(running, timeout: .seconds(2))
+        }
+    }
+
+    /// Starts a killed server again on its port, with its data (crash recovery runs first).
+    public func restart() async throws {
+        guard let bin = Self.binDirectory else { throw TestSupportError("PostgreSQL is not installed") }
+        let data = directory.appendingPathComponent("data").path
+        var lastError = ""
+        // The port may still be held for a moment by the dying server's sockets.
+        for _ in 0..<10 {
+            switch try await Self.launch(bin: bin, data: data, directory: directory, port: port) {
+            case .success(let started):
+                process.withLock { $0 = started }
+                return
+            case .failure(let error):
+                lastError = error.description
+                try await Task.sleep(for: .milliseconds(300))
             }
         }
+        throw TestSupportError("PostgreSQL did not start again: \(lastError)")
+    }
+
+    /// Stops the server at once (SIGQUIT, then SIGKILL) and removes its folder. Idempotent.
+    public func stop() {
+        kill()
         try? FileManager.default.removeItem(at: directory)
     }
 }

@@ -369,18 +369,37 @@ public struct RefreshJob: Sendable {
         _ claim: DueClaim, at time: Date, now: @escaping @Sendable () -> Date, stop: StopSignal,
         progress: @escaping @Sendable (Int, HostFetchResult) -> Void
     ) async throws -> RefreshReport {
-        var report = RefreshReport(now: time, owner: owner)
-        report.leasedElsewhere = claim.leasedElsewhere
-        report.otherOwners = claim.otherOwners
-        guard !claim.hosts.isEmpty else { return report }
+        try await record(await fetch(claim, at: time, now: now, stop: stop, progress: progress))
+    }
+
+    /// A claim's downloads, done and not yet recorded.
+    struct FetchedBatch: Sendable {
+        /// When the batch was leased (the report's `now`).
+        var claimed: Date
+        /// When the downloads ended: the results are recorded as of then, however late.
+        var fetched: Date
+        var leasedElsewhere: Int
+        var otherOwners: [String]
+        var previous: [HostKey: HostState]
+        var results: [HostFetchResult]
+        var stopped: Bool
+    }
+
+    /// Downloads the hosts of a claim, each over its own route, with conditional requests.
+    func fetch(
+        _ claim: DueClaim, at time: Date, now: @escaping @Sendable () -> Date, stop: StopSignal,
+        progress: @escaping @Sendable (Int, HostFetchResult) -> Void
+    ) async -> FetchedBatch {
+        var batch = FetchedBatch(claimed: time, fetched: time, leasedElsewhere: claim.leasedElsewhere, otherOwners: claim.otherOwners,
+                                 previous: [:], results: [], stopped: false)
+        guard !claim.hosts.isEmpty else { return batch }
         let ordered = claim.hosts.enumerated()
             .sorted { (prioritizer.tier(of: $0.element.key.host), $0.offset) < (prioritizer.tier(of: $1.element.key.host), $1.offset) }
             .map(\.element)
-        var previous: [HostKey: HostState] = [:]
         // Validators per host and route: a CDN copy and the origin's file are different responses.
         var conditions: [HostKey: ConditionalRequest] = [:]
         for state in ordered {
-            previous[state.key] = state
+            batch.previous[state.key] = state
             if let body = state.approvedBody, !state.validators.isEmpty {
                 conditions[state.key] = ConditionalRequest(validators: state.validators, body: body, headers: state.lastApprovedHeaders)
             }
@@ -390,21 +409,32 @@ public struct RefreshJob: Sendable {
         let fetcher = RouteFetcher(origin: self.fetcher, cdn: cdn)
         let download = Task { await fetcher.fetchAll(fetches, conditions: conditions, progress: progress) }
         let handler = stop.whenStopped { download.cancel() }
-        let results = await download.value
+        batch.results = await download.value
         stop.removeHandler(handler)  // a worker runs many batches: keep no finished download alive
+        batch.fetched = now()
+        batch.stopped = stop.isStopped
+        return batch
+    }
+
+    /// Records a fetched batch, releasing what it did not record. Throws the store's error with
+    /// nothing recorded (one transaction), so the same batch can be recorded again later.
+    func record(_ batch: FetchedBatch) async throws -> RefreshReport {
+        var report = RefreshReport(now: batch.claimed, owner: owner)
+        report.leasedElsewhere = batch.leasedElsewhere
+        report.otherOwners = batch.otherOwners
+        guard !batch.results.isEmpty else { return report }
         // Record in a task of its own: the store must not see the stop as a cancellation.
         var recorder = StoreRecorder(store: store, policy: policy)
         recorder.notify = notify
         let owner = self.owner
-        let time = now()
         let (recorded, abandoned, lost) = try await Task {
-            try await recorder.record(results, previous: previous, owner: owner, now: time)
+            try await recorder.record(batch.results, previous: batch.previous, owner: owner, now: batch.fetched)
         }.value
         report.hosts = recorded
         report.abandoned = abandoned.count
         report.leaseLost = lost
-        report.stopped = stop.isStopped
-        for result in results where HostFetchResult.shortageCodes.contains(result.code) {
+        report.stopped = batch.stopped
+        for result in batch.results where HostFetchResult.shortageCodes.contains(result.code) {
             report.shortages[result.code, default: 0] += 1
         }
         return report
@@ -416,8 +446,9 @@ public struct RefreshJob: Sendable {
         case batch(RefreshReport)
         /// Nothing was due for this worker; it sleeps until `until` (or a stop).
         case idle(until: Date, leasedElsewhere: Int)
-        /// A store call failed with `store-unreachable`; the worker retries after `retryIn` seconds.
-        case storeUnavailable(StoreError, retryIn: TimeInterval)
+        /// A store call failed with `store-unreachable`; the worker retries after `retryIn`
+        /// seconds. `unrecorded`: results of a fetched batch kept to be recorded first.
+        case storeUnavailable(StoreError, retryIn: TimeInterval, unrecorded: Int)
         /// The worker pruned the store (``RetentionPolicy``; when it starts, then hourly) and removed something.
         case pruned(PruneReport)
         /// Queued notifications were delivered, or one failed, or some were dropped (`--notify`).
@@ -430,6 +461,12 @@ public struct RefreshJob: Sendable {
     /// seconds. A store that cannot be reached is retried after at most `interval` seconds;
     /// any other store error ends the loop (thrown).
     ///
+    /// A batch fetched while the store is unreachable is kept and recorded as soon as the store
+    /// answers, before anything else, as of when it was fetched: its hosts are not fetched again.
+    /// A host whose lease another worker took over in the meantime keeps the newer result
+    /// (`leaseLost`). Stopped with such a batch, the worker tries once more to record it, then
+    /// throws the store's error, saying how many results were lost (their leases lapse).
+    ///
     /// - Parameter onEvent: called after each batch, before each sleep, and on each retry.
     public func work(
         now: @escaping @Sendable () -> Date,
@@ -439,42 +476,72 @@ public struct RefreshJob: Sendable {
         onEvent: @escaping @Sendable (WorkerEvent) -> Void
     ) async throws {
         var nextPrune = Date.distantPast
+        var unrecorded: FetchedBatch?
         while !stop.isStopped {
             let pause: TimeInterval
             do {
-                if now() >= nextPrune {
-                    let pruned = try await retention.prune(store, now: now(), stop: stop)
-                    nextPrune = now().addingTimeInterval(Self.workerPruneInterval)
-                    if !pruned.isEmpty { onEvent(.pruned(pruned)) }
+                var report: RefreshReport
+                var claim: DueClaim?
+                if let batch = unrecorded {
+                    report = try await record(batch)
+                    unrecorded = nil
+                } else {
+                    if now() >= nextPrune {
+                        let pruned = try await retention.prune(store, now: now(), stop: stop)
+                        nextPrune = now().addingTimeInterval(Self.workerPruneInterval)
+                        if !pruned.isEmpty { onEvent(.pruned(pruned)) }
+                    }
+                    let time = now()
+                    let claimed = try await store.claimDue(now: time, limit: batchSize, leaseSeconds: leaseSeconds, owner: owner)
+                    let batch = await fetch(claimed, at: time, now: now, stop: stop, progress: { _, _ in })
+                    do {
+                        report = try await record(batch)
+                    } catch let error as StoreError where error.code == "store-unreachable" {
+                        unrecorded = batch
+                        throw error
+                    }
+                    claim = claimed
                 }
-                let (claim, batch) = try await runBatch(now: now, stop: stop)
-                var report = batch
-                // After each batch and each idle wake: the queue, oldest first (one worker at a time).
-                if let notifier {
-                    let delivery = try await notifier.deliver(store: store, owner: owner, now: now, stop: stop)
-                    report.notifications = delivery
-                    if delivery.delivered > 0 || delivery.failure != nil || delivery.dropped > 0 { onEvent(.notified(delivery)) }
-                }
-                if !claim.hosts.isEmpty {
+                try await deliver(notifier, into: &report, now: now, stop: stop, onEvent: onEvent)
+                if let claim, claim.hosts.isEmpty {
+                    let time = now()
+                    var wake = time.addingTimeInterval(interval)
+                    if let due = try await store.nextDue(), due > time { wake = min(wake, due) }
+                    if let expiry = claim.nextLeaseExpiry { wake = min(wake, expiry) }
+                    pause = min(interval, max(0.05, wake.timeIntervalSince(time)))
+                    onEvent(.idle(until: time.addingTimeInterval(pause), leasedElsewhere: claim.leasedElsewhere))
+                } else {
                     report.nextDue = try await Task { try await store.nextDue() }.value
                     onEvent(.batch(report))
                     // Out of descriptors or threads: the hosts were released; wait before taking them again.
                     guard !report.shortages.isEmpty else { continue }
-                    await stop.sleep(for: .milliseconds(Int(min(interval, 5) * 1000)))
-                    continue
+                    pause = min(interval, 5)
                 }
-                let time = now()
-                var wake = time.addingTimeInterval(interval)
-                if let due = try await store.nextDue(), due > time { wake = min(wake, due) }
-                if let expiry = claim.nextLeaseExpiry { wake = min(wake, expiry) }
-                pause = min(interval, max(0.05, wake.timeIntervalSince(time)))
-                onEvent(.idle(until: time.addingTimeInterval(pause), leasedElsewhere: claim.leasedElsewhere))
             } catch let error as StoreError where error.code == "store-unreachable" {
                 pause = min(interval, 5)
-                onEvent(.storeUnavailable(error, retryIn: pause))
+                onEvent(.storeUnavailable(error, retryIn: pause, unrecorded: unrecorded?.results.count ?? 0))
             }
             await stop.sleep(for: .milliseconds(Int(pause * 1000)))
         }
+        guard let batch = unrecorded else { return }
+        do {
+            var report = try await record(batch)
+            report.nextDue = try await Task { try await store.nextDue() }.value
+            onEvent(.batch(report))
+        } catch let error as StoreError {
+            throw StoreError(code: error.code, message: "\(error.message); \(batch.results.count) fetched results were not recorded (their leases lapse)")
+        }
+    }
+
+    /// After each batch and each idle wake: the notification queue, oldest first (one worker at a time).
+    private func deliver(
+        _ notifier: Notifier?, into report: inout RefreshReport, now: @escaping @Sendable () -> Date, stop: StopSignal,
+        onEvent: @Sendable (WorkerEvent) -> Void
+    ) async throws {
+        guard let notifier else { return }
+        let delivery = try await notifier.deliver(store: store, owner: owner, now: now, stop: stop)
+        report.notifications = delivery
+        if delivery.delivered > 0 || delivery.failure != nil || delivery.dropped > 0 { onEvent(.notified(delivery)) }
     }
 }
 
