@@ -106,6 +106,9 @@ extension AASAFetchCommand {
             let stop = StopSignal()
             let signals = SignalStop.install(stop)
             defer { signals.forEach { $0.cancel() } }
+            // Stopping: what is left to record gets a bounded time, even from a frozen server.
+            let bounded = stop.whenStopped { database.finish(within: SignalStop.storeGrace) }
+            defer { stop.removeHandler(bounded) }
 
             let options = try network.fetchOptions()
             let fixedNow = now.flatMap(Timestamp.parse)
@@ -220,7 +223,8 @@ extension AASAFetchCommand {
                     case .storeUnavailable(let error, let retry, let unrecorded):
                         guard !quiet else { break }
                         let kept = unrecorded > 0 ? "; \(Plural.count(unrecorded, "fetched result is", "fetched results are")) kept to be recorded first" : ""
-                        console.diagnostic(error.code, "\(error.message)\(kept); retrying in \(Int(retry.rounded(.up))) s")
+                        let next = retry.map { "retrying in \(Int($0.rounded(.up))) s" } ?? "stopping"
+                        console.diagnostic(error.code, "\(error.message)\(kept); \(next)")
                     case .pruned(let pruned):
                         if !quiet, !pruned.hosts.isEmpty { console.err(Self.prunedLine(pruned)) }
                     }
@@ -327,6 +331,10 @@ struct ChangeRenderer {
 
 /// The stopping signals (``StoppingSignals``) fire a ``StopSignal`` instead of killing the process.
 enum SignalStop {
+    /// How long a stopping `refresh` waits for its store's answers (a PostgreSQL server) before
+    /// it gives up on them.
+    static let storeGrace: TimeInterval = 10
+
     static func install(_ stop: StopSignal) -> [any DispatchSourceSignal] {
         StoppingSignals.install { _ in stop.stop() }
     }

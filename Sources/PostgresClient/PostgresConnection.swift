@@ -1,10 +1,12 @@
 import Dispatch
 import Glibc
+import Synchronization
 internal import CLibPQ
 
 /// A PostgreSQL error with a stable code and, for server errors, the SQLSTATE.
 public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// `postgres-connect-failure`, `postgres-query-failure` or `postgres-closed`.
+    /// `postgres-connect-failure`, `postgres-query-failure`, `postgres-timeout` (no answer in
+    /// time, see ``PostgresConnection/responseTimeout``) or `postgres-closed`.
     public var code: String
     /// The server's SQLSTATE (e.g. `40001`), when it sent one.
     public var sqlState: String?
@@ -45,13 +47,22 @@ public struct PostgresRows: Sendable, Hashable {
 /// cooperative thread pool; callers `await` the result. A connection serves one caller at a time
 /// by construction (the queue), which is what libpq requires.
 public final class PostgresConnection: @unchecked Sendable {
-    // @unchecked: `connection` is only touched on `queue`, which serialises every access.
+    // @unchecked: `connection` and `needsReset` are only touched on `queue`, which serialises
+    // every access; `cutoff` is a Mutex.
     private let queue: DispatchQueue
     private var connection: OpaquePointer?
+    /// Set when a statement was abandoned mid-answer: the connection's state is unknown, so the
+    /// next call connects again (`PQreset`) before it sends anything.
+    private var needsReset = false
+    /// The longest a statement may wait for the server's answer (sending included).
+    public let responseTimeout: Duration
+    /// When set (``finish(within:)``), no statement may run past this instant.
+    private let cutoff = Mutex<ContinuousClock.Instant?>(nil)
 
-    private init(connection: OpaquePointer, queue: DispatchQueue) {
+    private init(connection: OpaquePointer, queue: DispatchQueue, responseTimeout: Duration) {
         self.connection = connection
         self.queue = queue
+        self.responseTimeout = responseTimeout
     }
 
     deinit {
@@ -60,9 +71,18 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Connects with a libpq connection string or URL (`postgres://user@host:port/db`).
     ///
-    /// - Parameter defaults: connection parameters (`connect_timeout`, `application_name`…) used
-    ///   when `conninfo` does not set them itself.
-    public static func connect(_ conninfo: String, defaults: [String: String] = [:]) async throws(PostgresError) -> PostgresConnection {
+    /// Statements are sent without blocking and their answers awaited with `poll`, so a server that
+    /// stops answering (frozen, overloaded, or cut off by the network with no reset) fails the
+    /// statement with `postgres-timeout` after `responseTimeout` instead of blocking for good. The
+    /// next call then connects again first.
+    ///
+    /// - Parameters:
+    ///   - defaults: connection parameters (`connect_timeout`, `application_name`…) used when
+    ///     `conninfo` does not set them itself.
+    ///   - responseTimeout: the longest one statement may wait for its answer.
+    public static func connect(
+        _ conninfo: String, defaults: [String: String] = [:], responseTimeout: Duration = .seconds(120)
+    ) async throws(PostgresError) -> PostgresConnection {
         let queue = DispatchQueue(label: "aasa-fetch.postgres")
         let result: Result<PostgresConnection, PostgresError> = await withCheckedContinuation { continuation in
             queue.async {
@@ -88,7 +108,8 @@ public final class PostgresConnection: @unchecked Sendable {
                 }
                 // Server notices (e.g. "relation … already exists, skipping") are not ours to print.
                 PQsetNoticeProcessor(raw, { _, _ in }, nil)
-                continuation.resume(returning: .success(PostgresConnection(connection: raw, queue: queue)))
+                PQsetnonblocking(raw, 1)
+                continuation.resume(returning: .success(PostgresConnection(connection: raw, queue: queue, responseTimeout: responseTimeout)))
             }
         }
         return try result.get()
@@ -98,9 +119,23 @@ public final class PostgresConnection: @unchecked Sendable {
     @discardableResult
     public func execute(_ sql: String, _ parameters: [String?] = []) async throws(PostgresError) -> PostgresRows {
         let result: Result<PostgresRows, PostgresError> = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: self.executeOnQueue(sql, parameters)) }
+            queue.async {
+                if let failure = self.connectIfNeeded() {
+                    continuation.resume(returning: .failure(failure))
+                    return
+                }
+                continuation.resume(returning: self.executeOnQueue(sql, parameters))
+            }
         }
         return try result.get()
+    }
+
+    /// From now on, every statement, the one running included, must end within `seconds`; past
+    /// that it fails with `postgres-timeout` at once (a stopping process must not wait for a server
+    /// that does not answer). An earlier limit stays.
+    public func finish(within seconds: Duration) {
+        let limit = ContinuousClock.now.advanced(by: seconds)
+        cutoff.withLock { $0 = min($0 ?? limit, limit) }
     }
 
     /// Runs `body` as one transaction (`BEGIN` … `COMMIT`, `ROLLBACK` when it throws) on the
@@ -135,20 +170,33 @@ public final class PostgresConnection: @unchecked Sendable {
         return nil
     }
 
+    /// Connects again when the last statement broke the connection or was abandoned; the error
+    /// when that fails (or the ``finish(within:)`` limit has passed).
+    private func connectIfNeeded() -> PostgresError? {
+        guard let connection else { return nil }  // closed: the statement says so
+        if let cutoff = cutoff.withLock({ $0 }), ContinuousClock.now >= cutoff {
+            return PostgresError(code: "postgres-timeout", message: "the server did not answer before the process stopped waiting")
+        }
+        guard needsReset || PQstatus(connection) != CONNECTION_OK else { return nil }
+        PQreset(connection)
+        guard PQstatus(connection) == CONNECTION_OK else {
+            return PostgresError(code: "postgres-connect-failure", message: Self.errorMessage(connection))
+        }
+        PQsetnonblocking(connection, 1)
+        needsReset = false
+        return nil
+    }
+
     private func transactionOnQueue<T>(attempts: Int, _ body: (PostgresTransaction) throws -> T) -> Result<T, any Error> {
         var remaining = attempts
         var resetOnce = false
         while true {
             remaining -= 1
-            if let connection, PQstatus(connection) != CONNECTION_OK {
-                PQreset(connection)
-                if PQstatus(connection) != CONNECTION_OK {
-                    return .failure(PostgresError(code: "postgres-connect-failure", message: Self.errorMessage(connection)))
-                }
-            }
+            if let failure = connectIfNeeded() { return .failure(failure) }
             if case .failure(let error) = executeOnQueue("BEGIN", []) {
-                // A server restarted since the last call: the first statement finds the connection dead.
-                if let connection, PQstatus(connection) != CONNECTION_OK, !resetOnce {
+                // A server restarted since the last call: the first statement finds the connection
+                // dead. (Not after a timeout: the server may still be there, not answering.)
+                if let connection, needsReset || PQstatus(connection) != CONNECTION_OK, error.code != "postgres-timeout", !resetOnce {
                     resetOnce = true
                     remaining = max(remaining, 1)
                     continue
@@ -163,13 +211,15 @@ public final class PostgresConnection: @unchecked Sendable {
                 return .success(value)
             } catch {
                 transaction.isOpen = false
-                let broken = connection.map { PQstatus($0) != CONNECTION_OK } ?? false
+                let timedOut = (error as? PostgresError)?.code == "postgres-timeout"
+                let broken = needsReset || (connection.map { PQstatus($0) != CONNECTION_OK } ?? false)
                 if !broken { _ = executeOnQueue("ROLLBACK", []) }
                 let state = (error as? PostgresError)?.sqlState
                 if (state == "40001" || state == "40P01") && remaining > 0 { continue }
-                if broken && !resetOnce && connection != nil {
+                if broken && !timedOut && !resetOnce && connection != nil {
                     resetOnce = true
                     remaining = max(remaining, 1)
+                    if let failure = connectIfNeeded() { return .failure(failure) }
                     continue
                 }
                 return .failure(error)
@@ -201,13 +251,28 @@ public final class PostgresConnection: @unchecked Sendable {
         let cStrings: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.flatMap { strdup($0) } }
         defer { cStrings.forEach { free($0) } }
         let pointers = cStrings.map { UnsafePointer($0) }
-        let raw = pointers.withUnsafeBufferPointer { buffer in
-            PQexecParams(connection, sql, Int32(parameters.count), nil, buffer.baseAddress, nil, nil, 0)
+        let sent = pointers.withUnsafeBufferPointer { buffer in
+            PQsendQueryParams(connection, sql, Int32(parameters.count), nil, buffer.baseAddress, nil, nil, 0)
         }
-        guard let raw else {
+        guard sent == 1 else {
             return .failure(PostgresError(code: "postgres-query-failure", message: Self.errorMessage(connection)))
         }
-        defer { PQclear(raw) }
+        // Every result of the statement (one, or an error), each awaited without blocking.
+        var results: [OpaquePointer] = []
+        defer { results.forEach { PQclear($0) } }
+        let deadline = ContinuousClock.now.advanced(by: responseTimeout)
+        while true {
+            if let failure = awaitAnswer(connection, deadline: deadline) {
+                needsReset = true
+                return .failure(failure)
+            }
+            guard let next = PQgetResult(connection) else { break }
+            results.append(next)
+        }
+        // One statement (the extended protocol allows no more): one result, its rows or its error.
+        guard let raw = results.last else {
+            return .failure(PostgresError(code: "postgres-query-failure", message: Self.errorMessage(connection)))
+        }
         switch PQresultStatus(raw) {
         case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
             let columnCount = Int(PQnfields(raw))
@@ -228,6 +293,38 @@ public final class PostgresConnection: @unchecked Sendable {
             let message = PQresultErrorMessage(raw).map { String(cString: $0) } ?? "query failed"
             return .failure(PostgresError(code: "postgres-query-failure", sqlState: state,
                                           message: message.trimmingCharacters(in: " \n")))
+        }
+    }
+
+    /// Sends what libpq still holds and reads until the next result can be taken without
+    /// blocking; `nil` then. An error when the connection breaks, or `postgres-timeout` when the
+    /// server has not answered by `deadline` (or the ``finish(within:)`` limit).
+    private func awaitAnswer(_ connection: OpaquePointer, deadline: ContinuousClock.Instant) -> PostgresError? {
+        let socket = PQsocket(connection)
+        while true {
+            let flushed = PQflush(connection)  // 0: all sent, 1: more to send, -1: failed
+            if flushed < 0 {
+                return PostgresError(code: "postgres-query-failure", message: Self.errorMessage(connection))
+            }
+            if flushed == 0 && PQisBusy(connection) == 0 { return nil }
+            let limit = cutoff.withLock { $0 }.map { min($0, deadline) } ?? deadline
+            let left = ContinuousClock.now.duration(to: limit)
+            if left <= .zero || socket < 0 {
+                let waited = limit == deadline ? "within \(responseTimeout.components.seconds) s" : "before the process stopped waiting"
+                return PostgresError(code: "postgres-timeout", message: "the server did not answer \(waited)")
+            }
+            // At most a quarter of a second at a time, so a later finish(within:) is seen.
+            let milliseconds = min(250, max(1, Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)))
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN) | (flushed == 1 ? Int16(POLLOUT) : 0), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(milliseconds))
+            if ready < 0 && errno != EINTR {
+                return PostgresError(code: "postgres-query-failure", message: "poll: \(String(cString: strerror(errno)))")
+            }
+            if ready > 0, descriptor.revents & (Int16(POLLIN) | Int16(POLLERR) | Int16(POLLHUP)) != 0 {
+                if PQconsumeInput(connection) == 0 {
+                    return PostgresError(code: "postgres-query-failure", message: Self.errorMessage(connection))
+                }
+            }
         }
     }
 

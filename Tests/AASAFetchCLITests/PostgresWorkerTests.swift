@@ -230,6 +230,39 @@ struct PostgresWorkerTests {
         #expect(states.allSatisfy { ($0.lastResult?.fetchedAt ?? .distantFuture) < back })
     }
 
+    /// A worker whose PostgreSQL server hangs (frozen: connections open, nothing answers) still
+    /// stops on SIGTERM: it gives the store 10 s, says it did not answer, and exits (it used to
+    /// wait for the server for good).
+    @Test func aWorkerStopsOnASignalWhileItsServerIsFrozen() async throws {
+        let server = try await PostgresServer.start()
+        defer {
+            server.resume()
+            server.stop()
+        }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-pg-frozen-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        _ = try await PostgresAssociationStore.connect(url: server.url)  // the schema; nothing is due
+        let worker = try Running(["refresh", "--worker", "--json", "--interval", "1s", "--store", server.url], cache: work)
+        let started = await waitUntil(timeout: .seconds(30)) {
+            ((try? String(contentsOf: worker.err, encoding: .utf8)) ?? "").contains("batches of")
+        }
+        #expect(started)
+        // Idle, it asks the store about every second: after 1.5 s frozen, it waits for an answer.
+        try await Task.sleep(for: .milliseconds(1500))
+        server.pause()
+        try await Task.sleep(for: .milliseconds(1500))
+        kill(worker.process.processIdentifier, SIGTERM)
+        let signalled = ContinuousClock.now
+        let result = worker.finish(timeout: .seconds(40))
+        let waited = signalled.duration(to: .now)
+        #expect(worker.process.terminationReason == .exit && result.status == 0, "stderr: \(result.stderr)")
+        #expect(waited < .seconds(35), "\(waited)")  // the 10 s grace, not the server's return
+        #expect(result.stderr.contains("aasa-fetch: store-unreachable: ")
+                && result.stderr.contains("the server did not answer before the process stopped waiting; stopping"), "stderr: \(result.stderr)")
+        #expect(result.stderr.hasSuffix(" stopped\n"), "stderr: \(result.stderr)")
+    }
+
     @Test func badURLsUnreachableServersAndWrongPasswordsExitTwoWithACode() async throws {
         let server = try await PostgresServer.start(password: "s3cret-pw")
         defer { server.stop() }

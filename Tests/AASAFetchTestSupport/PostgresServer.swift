@@ -135,6 +135,34 @@ public final class PostgresServer: Sendable {
         }
     }
 
+    /// Freezes the server (SIGSTOP to the postmaster, then to its backends): connections stay
+    /// open and the kernel still accepts new ones, but nothing answers, as with a hung machine.
+    public func pause() {
+        let postmaster = process.withLock { $0?.processIdentifier }
+        guard let postmaster else { return }
+        Glibc.kill(postmaster, SIGSTOP)
+        for child in Self.children(of: postmaster) { Glibc.kill(child, SIGSTOP) }
+    }
+
+    /// Lets a frozen server go on (backends first, then the postmaster).
+    public func resume() {
+        let postmaster = process.withLock { $0?.processIdentifier }
+        guard let postmaster else { return }
+        for child in Self.children(of: postmaster) { Glibc.kill(child, SIGCONT) }
+        Glibc.kill(postmaster, SIGCONT)
+    }
+
+    /// The processes whose parent is `parent` (`/proc/PID/stat`, field 4).
+    private static func children(of parent: pid_t) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> pid_t? in
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && pid_t(fields[1]) == parent ? pid : nil
+        }
+    }
+
     /// Starts a killed server again on its port, with its data (crash recovery runs first).
     public func restart() async throws {
         guard let bin = Self.binDirectory else { throw TestSupportError("PostgreSQL is not installed") }

@@ -447,8 +447,9 @@ public struct RefreshJob: Sendable {
         /// Nothing was due for this worker; it sleeps until `until` (or a stop).
         case idle(until: Date, leasedElsewhere: Int)
         /// A store call failed with `store-unreachable`; the worker retries after `retryIn`
-        /// seconds. `unrecorded`: results of a fetched batch kept to be recorded first.
-        case storeUnavailable(StoreError, retryIn: TimeInterval, unrecorded: Int)
+        /// seconds (`nil`: it is stopping). `unrecorded`: results of a fetched batch kept to be
+        /// recorded first.
+        case storeUnavailable(StoreError, retryIn: TimeInterval?, unrecorded: Int)
         /// The worker pruned the store (``RetentionPolicy``; when it starts, then hourly) and removed something.
         case pruned(PruneReport)
         /// Queued notifications were delivered, or one failed, or some were dropped (`--notify`).
@@ -519,7 +520,7 @@ public struct RefreshJob: Sendable {
                 }
             } catch let error as StoreError where error.code == "store-unreachable" {
                 pause = min(interval, 5)
-                onEvent(.storeUnavailable(error, retryIn: pause, unrecorded: unrecorded?.results.count ?? 0))
+                onEvent(.storeUnavailable(error, retryIn: stop.isStopped ? nil : pause, unrecorded: unrecorded?.results.count ?? 0))
             }
             await stop.sleep(for: .milliseconds(Int(pause * 1000)))
         }

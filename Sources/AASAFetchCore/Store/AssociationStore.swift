@@ -11,6 +11,12 @@ public protocol AssociationStore: Sendable {
     /// Where the store is, for messages (a file path or a connection description).
     var location: String { get }
 
+    /// For a stopping process: the store call in progress, and every later one, must end within
+    /// `seconds`, or fail with `store-unreachable`, so a database server that stopped answering
+    /// cannot keep the process from ending. A SQLite store ignores it (its waits for a lock are
+    /// bounded already).
+    func finish(within seconds: TimeInterval)
+
     /// Adds hosts (kept as they are when already present, due at `now` when new) and the entries
     /// and app IDs that need them, and returns the stored state of every registered host (none
     /// without `returningStates`: a run that records in batches reads each batch's states then).
@@ -111,6 +117,9 @@ public protocol AssociationStore: Sendable {
 }
 
 extension AssociationStore {
+    /// Nothing to bound by default (see the requirement).
+    public func finish(within seconds: TimeInterval) {}
+
     /// ``register(hosts:needs:now:returningStates:)``, returning the registered hosts' states.
     public func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date) async throws -> [HostKey: HostState] {
         try await register(hosts: hosts, needs: needs, now: now, returningStates: true)

@@ -143,6 +143,11 @@ public struct PostgresAssociationStore: AssociationStore {
         return store
     }
 
+    /// Bounds the statement in progress and every later one (see ``AssociationStore/finish(within:)``).
+    public func finish(within seconds: TimeInterval) {
+        connection.finish(within: .milliseconds(Int((max(0, seconds) * 1000).rounded())))
+    }
+
     /// Closes the connection (later calls fail with `store-unreachable`).
     public func close() async {
         await connection.close()
@@ -553,6 +558,8 @@ public struct PostgresAssociationStore: AssociationStore {
             return connectError(error.message, location: location)
         case "postgres-closed":
             return StoreError(code: "store-unreachable", message: "\(location): the connection is closed")
+        case "postgres-timeout":
+            return StoreError(code: "store-unreachable", message: "\(location): \(error.message)")
         default:
             break
         }
