@@ -111,8 +111,16 @@ extension AASAFetchCommand {
             defer { stop.removeHandler(bounded) }
 
             let options = try network.fetchOptions()
-            let fixedNow = now.flatMap(Timestamp.parse)
-            let clock: @Sendable () -> Date = { fixedNow ?? Date() }
+            // With a PostgreSQL store, the server's clock: leases are compared across machines.
+            let storeClock = StoreClock(fixed: now.flatMap(Timestamp.parse))
+            do {
+                if let offset = try await storeClock.sync(with: database), abs(offset) >= StoreClock.noteworthyOffset, !quiet {
+                    console.err("aasa-fetch refresh: this machine's clock is \(StoreClock.describe(offset)) the store's server; leases and due times follow the server's clock")
+                }
+            } catch {
+                throw CommandFailure(storeCall: error)
+            }
+            let clock: @Sendable () -> Date = { storeClock.now() }
             let effectiveRegion = region?.uppercased() ?? DomainPrioritizer.region(fromEnvironment: ProcessInfo.processInfo.environment)
             let batch = batchSize ?? max(16, options.concurrency * 4)
             // Rows recorded through the CDN are refreshed through it, on a client of its own.
@@ -130,7 +138,9 @@ extension AASAFetchCommand {
             job.notify = notifier != nil
             if worker {
                 do {
-                    try await runWorker(job, notifier: notifier, stop: stop, clock: clock, location: store.location, console: console)
+                    try await runWorker(job, notifier: notifier, stop: stop, clock: clock, location: store.location, console: console) {
+                        try await storeClock.sync(with: database)
+                    }
                 } catch {
                     await clients.shutdown()
                     await notifyClient?.shutdown()
@@ -147,6 +157,7 @@ extension AASAFetchCommand {
             repeat {
                 do {
                     let started = ContinuousClock.now
+                    try await storeClock.sync(with: database)  // a --watch pass: measured again when stale
                     let report = if let forced {
                         try await job.runForced(hosts: forced.hosts, now: clock, stop: stop)
                     } else {
@@ -199,7 +210,8 @@ extension AASAFetchCommand {
 
         /// The worker loop: batches until SIGINT/SIGTERM/SIGHUP; exit 0 when stopped, 2 on a store failure.
         private func runWorker(
-            _ job: RefreshJob, notifier: Notifier?, stop: StopSignal, clock: @escaping @Sendable () -> Date, location: String, console: Console
+            _ job: RefreshJob, notifier: Notifier?, stop: StopSignal, clock: @escaping @Sendable () -> Date, location: String, console: Console,
+            sync: @escaping @Sendable () async throws -> Void
         ) async throws {
             let (json, quiet) = (self.json, self.quiet)
             let repeats = NotifyRepeats()
@@ -207,7 +219,8 @@ extension AASAFetchCommand {
                 console.err("aasa-fetch refresh: worker \(job.owner) on \(location): batches of \(job.batchSize), lease \(Int(job.leaseSeconds)) s")
             }
             do {
-                try await job.work(now: clock, stop: stop, interval: interval.flatMap(IntervalParser.seconds) ?? 60, notifier: notifier) { event in
+                try await job.work(now: clock, stop: stop, interval: interval.flatMap(IntervalParser.seconds) ?? 60, notifier: notifier,
+                                   sync: sync) { event in
                     switch event {
                     case .batch(let report):
                         Self.render(report, json: json, quiet: quiet, lines: true, worker: true, console: console)

@@ -230,6 +230,77 @@ struct PostgresWorkerTests {
         #expect(states.allSatisfy { ($0.lastResult?.fetchedAt ?? .distantFuture) < back })
     }
 
+    /// libfaketime (Debian's `faketime`): a child whose wall clock runs `offset` ahead.
+    static let fakeTime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+    /// Workers on machines whose clocks differ share one store: a worker whose clock runs 10 min
+    /// ahead (libfaketime) does not take over the live 60 s leases of another, whose downloads are
+    /// still running; it says its clock is off and follows the server's. Before, it saw those
+    /// leases as lapsed, fetched the hosts again, and the other worker's results were dropped as
+    /// lost leases, with the advice to raise `--lease`.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: fakeTime), "needs faketime (scripts/install-deps)"),
+          .disabled(if: TestSanitizer.active != nil, "a sanitizer's runtime must be the first library loaded"))
+    func aWorkerWithAClockAheadLeavesOthersLiveLeases() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-pg-skew-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let release = work.appendingPathComponent("release").path
+        let ca = try TestCA.shared()
+        let script = FaultScript(default: .holdUntilFile(release, body: StoreIntegrationTests.good,
+                                                         headers: [("Content-Type", "application/json")], wait: 120))
+        let fault = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]), lifetime: 300)
+        defer { fault.stop() }
+        let hosts = (0..<6).map { "s\($0).fault.test" }
+        let list = work.appendingPathComponent("list.txt")
+        try Data(hosts.joined(separator: "\n").utf8).write(to: list)
+        let network = ["--cacert", ca.caCertPath, "--connect-to", fault.connectTo, "--allow-private", "--retry-delays", "",
+                       "--connect-timeout", "5", "--max-time", "120", "--store", server.url]
+        func requests() -> Int { fault.requests().filter { $0.event == "request" }.count }
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        let recorded = try ToolRunner.run(["--domains", list.path, "--app-id", StoreIntegrationTests.appID, "--quiet"] + network)
+        #expect(recorded.status == 0, "stderr: \(recorded.stderr)")
+        try FileManager.default.removeItem(atPath: release)
+        let store = try await PostgresAssociationStore.connect(url: server.url)
+        try await store.setNextCheck(Date().addingTimeInterval(-1))
+
+        // The punctual worker leases every host; the server holds its downloads.
+        let workerArguments = ["refresh", "--worker", "--json", "--interval", "1s", "--lease", "60s"] + network
+        let punctual = try Running(workerArguments + ["--owner", "punctual"], cache: work)
+        let leased = await waitUntil(timeout: .seconds(30)) { requests() == 2 * hosts.count }
+        #expect(leased, "the punctual worker's requests reached the server: \(requests())")
+
+        // The worker 10 min ahead starts, says so, and idles: it asks for due hosts every second.
+        let ahead = try Running(workerArguments + ["--owner", "ahead"], cache: work,
+                                environment: ["LD_PRELOAD": Self.fakeTime, "FAKETIME": "+10m", "FAKETIME_DONT_FAKE_MONOTONIC": "1"])
+        let said = await waitUntil(timeout: .seconds(30)) {
+            ((try? String(contentsOf: ahead.err, encoding: .utf8)) ?? "").contains("batches of")
+        }
+        #expect(said)
+        try await Task.sleep(for: .seconds(3))
+        let owners = Set(try await store.allHosts().compactMap { $0.lease?.owner })
+        #expect(owners == ["punctual"], "\(owners)")
+        #expect(requests() == 2 * hosts.count, "the worker ahead fetched hosts leased to the other: \(requests()) requests")
+
+        // The punctual worker's downloads end: its results are recorded, none lost.
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        let done = await waitUntil(timeout: .seconds(30), interval: .milliseconds(200)) {
+            let states = (try? await store.allHosts()) ?? []
+            return states.count == hosts.count && states.allSatisfy { $0.lease == nil && $0.nextCheck > Date() }
+        }
+        #expect(done)
+        for worker in [punctual, ahead] { kill(worker.process.processIdentifier, SIGTERM) }
+        let (punctualResult, aheadResult) = (punctual.finish(timeout: .seconds(30)), ahead.finish(timeout: .seconds(30)))
+        #expect(punctualResult.status == 0 && aheadResult.status == 0, "\(punctualResult.stderr) \(aheadResult.stderr)")
+        #expect(aheadResult.stderr.contains("aasa-fetch refresh: this machine's clock is 10 min ahead of the store's server; leases and due times follow the server's clock"),
+                "\(aheadResult.stderr)")
+        #expect(!punctualResult.stderr.contains("lease-lost"), "\(punctualResult.stderr)")
+        let batches = Self.lines(punctualResult.stdout)
+        #expect(batches.reduce(0) { $0 + ($1["fetched"] as? Int ?? 0) } == hosts.count && Self.lines(aheadResult.stdout).isEmpty,
+                "punctual: \(punctualResult.stdout) ahead: \(aheadResult.stdout)")
+    }
+
     /// A worker whose PostgreSQL server hangs (frozen: connections open, nothing answers) still
     /// stops on SIGTERM: it gives the store 10 s, says it did not answer, and exits (it used to
     /// wait for the server for good).

@@ -216,8 +216,9 @@ struct StoreIntegrationTests {
         let out: URL
         let err: URL
 
-        /// Started with the stopping signals at their default action, whatever the test runner's are.
-        init(_ arguments: [String], cache: URL) throws {
+        /// Started with the stopping signals at their default action, whatever the test runner's
+        /// are; `environment` is added to the inherited one.
+        init(_ arguments: [String], cache: URL, environment: [String: String] = [:]) throws {
             let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-running-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
             out = scratch.appendingPathComponent("out")
@@ -227,7 +228,7 @@ struct StoreIntegrationTests {
             let command = ChildProcess.withSignalDispositions(ignored: [], ToolRunner.binary, arguments)
             process.executableURL = URL(fileURLWithPath: command.executable)
             process.arguments = command.arguments
-            process.environment = ChildProcess.inheritedEnvironment.merging(["NO_COLOR": "1", "AASA_FETCH_CACHE": cache.path]) { _, new in new }
+            process.environment = ChildProcess.inheritedEnvironment.merging(["NO_COLOR": "1", "AASA_FETCH_CACHE": cache.path].merging(environment) { $1 }) { _, new in new }
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = try FileHandle(forWritingTo: out)
             process.standardError = try FileHandle(forWritingTo: err)

@@ -468,12 +468,16 @@ public struct RefreshJob: Sendable {
     /// (`leaseLost`). Stopped with such a batch, the worker tries once more to record it, then
     /// throws the store's error, saying how many results were lost (their leases lapse).
     ///
-    /// - Parameter onEvent: called after each batch, before each sleep, and on each retry.
+    /// - Parameters:
+    ///   - sync: run before each batch and idle wake (``StoreClock/sync(with:)``: `now` follows the
+    ///     store's server); its store errors count as the batch's.
+    ///   - onEvent: called after each batch, before each sleep, and on each retry.
     public func work(
         now: @escaping @Sendable () -> Date,
         stop: StopSignal,
         interval: TimeInterval,
         notifier: Notifier? = nil,
+        sync: (@Sendable () async throws -> Void)? = nil,
         onEvent: @escaping @Sendable (WorkerEvent) -> Void
     ) async throws {
         var nextPrune = Date.distantPast
@@ -481,6 +485,7 @@ public struct RefreshJob: Sendable {
         while !stop.isStopped {
             let pause: TimeInterval
             do {
+                try await sync?()
                 var report: RefreshReport
                 var claim: DueClaim?
                 if let batch = unrecorded {

@@ -17,6 +17,10 @@ public protocol AssociationStore: Sendable {
     /// bounded already).
     func finish(within seconds: TimeInterval)
 
+    /// The time on the store's server (`clock_timestamp()` for PostgreSQL), for ``StoreClock``;
+    /// `nil` for a store without a server (SQLite).
+    func serverTime() async throws -> Date?
+
     /// Adds hosts (kept as they are when already present, due at `now` when new) and the entries
     /// and app IDs that need them, and returns the stored state of every registered host (none
     /// without `returningStates`: a run that records in batches reads each batch's states then).
@@ -119,6 +123,9 @@ public protocol AssociationStore: Sendable {
 extension AssociationStore {
     /// Nothing to bound by default (see the requirement).
     public func finish(within seconds: TimeInterval) {}
+
+    /// No server by default (see the requirement).
+    public func serverTime() async throws -> Date? { nil }
 
     /// ``register(hosts:needs:now:returningStates:)``, returning the registered hosts' states.
     public func register(hosts: [HostRegistration], needs: [EntryNeed], now: Date) async throws -> [HostKey: HostState] {

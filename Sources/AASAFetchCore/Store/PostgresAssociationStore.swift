@@ -148,6 +148,21 @@ public struct PostgresAssociationStore: AssociationStore {
         connection.finish(within: .milliseconds(Int((max(0, seconds) * 1000).rounded())))
     }
 
+    /// The server's `clock_timestamp()` (the time now, not the transaction's start).
+    public func serverTime() async throws -> Date? {
+        // One statement, one round trip: StoreClock takes its midpoint.
+        let rows: PostgresRows
+        do {
+            rows = try await connection.execute("SELECT extract(epoch FROM clock_timestamp())::float8 AS now")
+        } catch {
+            throw Self.storeError(error, location: location)
+        }
+        guard let seconds = rows.value(0, "now").flatMap(Double.init) else {
+            throw StoreError(code: "store-error", message: "\(location): the server did not say its time")
+        }
+        return Date(timeIntervalSince1970: seconds)
+    }
+
     /// Closes the connection (later calls fail with `store-unreachable`).
     public func close() async {
         await connection.close()
