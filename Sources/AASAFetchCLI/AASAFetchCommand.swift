@@ -37,17 +37,16 @@ extension AASAFetchCommand {
     /// `address-space-exhausted` (exit 2) when the limit leaves no room to start. Idempotent.
     public static func prepareProcess() {
         StandardStreams.reserveStandardDescriptors()
-        // The Swift runtime reads the command line from /proc/self/cmdline: without /proc (a bare
-        // chroot or sandbox) it is empty, not even the program's name, and the run would go on as
-        // if given no options at all.
-        if CommandLine.arguments.isEmpty {
+        // Without /proc (a bare chroot or sandbox) the command line cannot be read: it would be
+        // empty, not even the program's name, and the run would go on as if given no options.
+        if ProcessArguments.current.isEmpty {
             exit(reporting: argumentsUnreadable, console: .standard)
         }
         ProcessLimits.raiseDescriptorLimit()
         StackLimit.fitLimit()
         AddressSpace.fitLimit()
         if let failure = addressSpaceShortage ?? threadShortage {
-            exit(reporting: failure, console: console(for: Array(CommandLine.arguments.dropFirst())))
+            exit(reporting: failure, console: console(for: Array(ProcessArguments.current.dropFirst())))
         }
     }
 
@@ -76,7 +75,7 @@ extension AASAFetchCommand {
     /// (``StandardStreams``).
     public static func runFromCommandLine() async {
         prepareProcess()
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        let arguments = Array(ProcessArguments.current.dropFirst())
         let resolution: OptionSources.Resolution
         let blame: OptionSources.Blame?
         do {

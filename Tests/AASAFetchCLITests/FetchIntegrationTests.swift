@@ -1,3 +1,4 @@
+import AASAFetchCore
 import AASAFetchTestSupport
 import CurlTransport
 import Foundation
@@ -128,6 +129,23 @@ struct FetchIntegrationTests {
             #expect(domain["associated"] as? Bool == item.associated, "\(item.host)")
             #expect(domain["httpStatus"] as? Int == item.status, "\(item.host)")
         }
+        // A certificate whose dates do not fit this machine's clock: the message says what the clock says.
+        let today = String(Timestamp.string(Date()).prefix(10))
+        for host in ["expired.example.com", "future.example.com"] {
+            let reason = report.domain(host)?["reason"] as? String ?? ""
+            #expect(reason.contains("(this machine's clock says \(today)T"), "\(host): \(reason)")
+        }
+        // A clock three years ahead (libfaketime) fails a good certificate as expired, and says so.
+        if FileManager.default.fileExists(atPath: PostgresWorkerTests.fakeTime), TestSanitizer.active == nil {
+            let ahead = try ToolRunner.run(fixture.network + ["--domain", "applinks:good.example.com", "--app-id", Self.appID, "--json"],
+                                           environment: ["LD_PRELOAD": PostgresWorkerTests.fakeTime, "FAKETIME": "+3y",
+                                                         "FAKETIME_DONT_FAKE_MONOTONIC": "1"])
+            let domain = try ahead.json().domain("good.example.com")
+            let year = Calendar(identifier: .gregorian).component(.year, from: Date()) + 3
+            #expect(domain?["code"] as? String == "tls-expired", "\(ahead.stdout)")
+            #expect((domain?["reason"] as? String)?.contains("(this machine's clock says \(year)-") == true, "\(ahead.stdout)")
+        }
+
         // Each distinct host once, in the order downloads started.
         let hosts = (report["domains"] as? [[String: Any]])?.compactMap { $0["host"] as? String } ?? []
         #expect(hosts.count == Set(hosts).count)

@@ -288,8 +288,8 @@ struct HostileEnvironmentTests {
         #expect(outcomes == ["short", "fetched"], "the limits tried must cover both a shortage and a whole run")
     }
 
-    /// Without `/proc` (a bare chroot or sandbox) the Swift runtime cannot read the command line
-    /// (`/proc/self/cmdline`): `arguments-unreadable` (exit 2). Before: the arguments were empty,
+    /// Without `/proc` (a bare chroot or sandbox) the command line cannot be read (neither the
+    /// Swift runtime nor the tool itself, from `/proc/self/cmdline`): `arguments-unreadable` (exit 2). Before: the arguments were empty,
     /// so `--domain …` ran as a bare `fetch` and failed with a usage error about options that had
     /// been given.
     @Test(.enabled(if: geteuid() == 0 && ChildProcess.find("unshare") != nil),
@@ -303,6 +303,29 @@ struct HostileEnvironmentTests {
                     "\(arguments): \(run.standardError)")
             #expect(run.standardOutput.isEmpty)
         }
+    }
+
+    /// A library preloaded before the tool that changes the environment first (libfaketime does,
+    /// to share its clock with child processes) leaves the Swift runtime no arguments; the tool
+    /// reads `/proc/self/cmdline` itself and runs as asked (before: `arguments-unreadable`,
+    /// blaming a missing /proc).
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: PostgresWorkerTests.fakeTime), "needs faketime (scripts/install-deps)"),
+          .disabled(if: TestSanitizer.active != nil, "a sanitizer's runtime must be the first library loaded"))
+    func aPreloadedLibraryThatSetsTheEnvironmentLeavesTheArguments() throws {
+        let work = try Self.folder("preload")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let file = work.appendingPathComponent("with space, and \u{e9}.json")
+        try Data(Self.good.utf8).write(to: file)
+        let preload = ["LD_PRELOAD": PostgresWorkerTests.fakeTime, "FAKETIME": "+0d"]
+        let version = try ToolRunner.run(["--version"], environment: preload)
+        #expect(version.status == 0 && version.stdout == "0.1.0\n", "\(version.status) \(version.stdout) \(version.stderr)")
+        // Every argument arrives whole: one with spaces and a non-ASCII letter, and an empty one.
+        let lint = try ToolRunner.run(["lint", "--json", file.path], environment: preload)
+        #expect(lint.status == 0, "\(lint.stderr)")
+        let files = try lint.json()["files"] as? [[String: Any]]
+        #expect(files?.count == 1 && files?.first?["path"] as? String == file.path, "\(lint.stdout)")
+        let empty = try ToolRunner.run(["lint", ""], environment: preload)
+        #expect(empty.status != 0 && !empty.stderr.contains("arguments-unreadable"), "\(empty.stderr)")
     }
 
     /// A cgroup of its own with a `pids` limit (the v1 `pids` controller, or cgroup v2 with it

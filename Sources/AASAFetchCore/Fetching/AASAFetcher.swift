@@ -371,7 +371,10 @@ public struct AASAFetcher: RouteSide {
         return prefix.contains("<!doctype html") || prefix.contains("<html") || prefix.contains("<head") || prefix.contains("<body")
     }
 
-    static func describe(_ failure: TransferFailure, host: String, options: FetchOptions) -> String {
+    /// - Parameter now: this machine's time, named in the messages of certificates whose dates
+    ///   do not fit it (a clock years off fails every certificate so).
+    static func describe(_ failure: TransferFailure, host: String, options: FetchOptions, now: Date = Date()) -> String {
+        let clock = "this machine's clock says \(Timestamp.string(now))"
         switch failure.kind {
         case .dnsFailure: return "\(host) does not resolve: \(failure.message)"
         case .connectFailure: return "no connection to \(host): \(failure.message)"
@@ -379,8 +382,8 @@ public struct AASAFetcher: RouteSide {
         case .transferFailure: return "the connection broke mid-response: \(failure.message)"
         case .privateAddress: return "\(failure.message); Apple's CDN refuses private and reserved addresses (SWCERR00202)"
         case .tlsUntrusted: return "the certificate chain does not end at a trusted root: \(failure.message)"
-        case .tlsExpired: return "the certificate has expired: \(failure.message)"
-        case .tlsNotYetValid: return "the certificate is not valid yet: \(failure.message)"
+        case .tlsExpired: return "the certificate has expired (\(clock)): \(failure.message)"
+        case .tlsNotYetValid: return "the certificate is not valid yet (\(clock)): \(failure.message)"
         case .tlsHostnameMismatch: return "the certificate does not name \(host): \(failure.message)"
         case .tlsFailure: return "TLS failed: \(failure.message)"
         case .tooLarge: return "the decoded body is larger than \(options.maxSize) bytes; devices reject files over 128 KiB"
@@ -402,7 +405,7 @@ public struct AASAFetcher: RouteSide {
         case .privateAddress: "serve the file from a public address, use ?mode=developer or ?mode=managed, or pass --allow-private for a test farm"
         case .tlsUntrusted: "install a certificate from a publicly trusted CA with the full intermediate chain"
         case .tlsExpired: "renew the certificate"
-        case .tlsNotYetValid: "check the certificate's start date and the server clock"
+        case .tlsNotYetValid: "check the certificate's start date, and this machine's clock"
         case .tlsHostnameMismatch: "use a certificate whose subject alternative names include the host"
         case .tlsFailure: "check the server's TLS configuration (protocol versions, ciphers)"
         case .tooLarge: "shrink the file below 128 KiB (substitution variables and wildcards help)"

@@ -61,7 +61,7 @@ public enum CodeCatalogue {
         // TLS
         e("tls-untrusted", "The certificate chain is not trusted by a device.", "Use a certificate from a publicly trusted CA and send the whole chain."),
         e("tls-expired", "The certificate has expired.", "Renew the certificate."),
-        e("tls-not-yet-valid", "The certificate is not valid yet.", "Check the certificate's dates and the server's clock."),
+        e("tls-not-yet-valid", "The certificate is not valid yet.", "Check the certificate's start date, and this machine's clock."),
         e("tls-hostname-mismatch", "The certificate does not name the host.", "Use a certificate whose subject alternative names include the host."),
         e("tls-failure", "The TLS handshake failed.", "Serve TLS 1.2 or later with a usual cipher suite."),
         w("tls-expires-soon", "The certificate expires within 14 days.", "Renew the certificate before it expires."),

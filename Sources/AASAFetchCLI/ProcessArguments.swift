@@ -1,0 +1,38 @@
+import Glibc
+
+/// The process's command line.
+///
+/// The Swift runtime's `CommandLine.arguments` comes back empty on Linux when a library loaded
+/// before the program (`LD_PRELOAD`: libfaketime, for one) changed the environment first, and
+/// without `/proc`. So when it is empty, `/proc/self/cmdline` is read here; empty only when that
+/// fails too (no `/proc`), which ``AASAFetchCommand/prepareProcess()`` reports.
+enum ProcessArguments {
+    /// The arguments, the program's name first.
+    static let current: [String] = {
+        let runtime = CommandLine.arguments
+        return runtime.isEmpty ? parse(readCommandLine()) : runtime
+    }()
+
+    /// `/proc/self/cmdline`: the arguments, each ended by a NUL byte.
+    static func parse(_ bytes: [UInt8]) -> [String] {
+        guard !bytes.isEmpty else { return [] }
+        var parts = bytes.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        if bytes.last == 0 { parts.removeLast() }
+        return parts
+    }
+
+    private static func readCommandLine() -> [UInt8] {
+        let descriptor = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return [] }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        return bytes
+    }
+}
