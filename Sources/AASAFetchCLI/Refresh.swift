@@ -190,6 +190,10 @@ extension AASAFetchCommand {
                         failure = shortage
                         break
                     }
+                } catch let error as StoreError where watch && Self.passingStoreCodes.contains(error.code) && !stop.isStopped {
+                    // A long-running job outlives a database restart or a lock held for a while:
+                    // this pass is lost (hosts it leased come back when their leases lapse).
+                    if !quiet { console.diagnostic(error.code, "\(error.message); the next pass in \(Self.spoken(pause))") }
                 } catch {
                     failure = CommandFailure(storeCall: error)
                     break
@@ -343,6 +347,18 @@ struct ChangeRenderer {
 }
 
 /// The stopping signals (``StoppingSignals``) fire a ``StopSignal`` instead of killing the process.
+extension AASAFetchCommand.Refresh {
+    /// Store failures a `--watch` job waits out (the next pass runs as planned) instead of ending:
+    /// a PostgreSQL server restarting or out of reach, a store locked by another process for longer
+    /// than the wait for it.
+    static let passingStoreCodes: Set<String> = ["store-unreachable", "store-locked"]
+
+    /// "15 min", "90 s": a pause for people.
+    static func spoken(_ seconds: TimeInterval) -> String {
+        seconds >= 60 && seconds.truncatingRemainder(dividingBy: 60) == 0 ? "\(Int(seconds / 60)) min" : "\(Int(seconds.rounded(.up))) s"
+    }
+}
+
 enum SignalStop {
     /// How long a stopping `refresh` waits for its store's answers (a PostgreSQL server) before
     /// it gives up on them.

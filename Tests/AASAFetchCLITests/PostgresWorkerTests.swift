@@ -230,6 +230,39 @@ struct PostgresWorkerTests {
         #expect(states.allSatisfy { ($0.lastResult?.fetchedAt ?? .distantFuture) < back })
     }
 
+    /// `refresh --watch` outlives a PostgreSQL restart: the passes while the server is away say
+    /// so and the job goes on; once it is back, the passes report again (before: exit 2 at the
+    /// first pass that found the server gone). Stopped, it exits 0.
+    @Test func aWatchOutlivesARestartOfItsServer() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-pg-watch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        _ = try await PostgresAssociationStore.connect(url: server.url)  // the schema; nothing is due
+        let watch = try Running(["refresh", "--watch", "--json", "--interval", "1s", "--store", server.url], cache: work)
+        func output() -> (String, String) {
+            ((try? String(contentsOf: watch.out, encoding: .utf8)) ?? "", (try? String(contentsOf: watch.err, encoding: .utf8)) ?? "")
+        }
+        let reported = await waitUntil(timeout: .seconds(30)) { !Self.lines(output().0).isEmpty }
+        #expect(reported, "a first pass reported")
+        server.kill()
+        let waited = await waitUntil(timeout: .seconds(30)) { output().1.contains("; the next pass in 1 s") }
+        #expect(waited && watch.process.isRunning, "stderr: \(output().1)")
+        let back = Date()
+        try await server.restart()
+        let again = await waitUntil(timeout: .seconds(30)) {
+            Self.lines(output().0).contains { ($0["now"] as? String).flatMap(Timestamp.parse).map { $0 > back } ?? false }
+        }
+        #expect(again, "a pass reported after the server was back: \(output().0)")
+        kill(watch.process.processIdentifier, SIGTERM)
+        let result = watch.finish(timeout: .seconds(30))
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("aasa-fetch: store-unreachable: "), "stderr: \(result.stderr)")
+        #expect(result.stderr.hasSuffix("aasa-fetch refresh: stopped\n"), "stderr: \(result.stderr)")
+        #expect(Self.lines(result.stdout).allSatisfy { $0["error"] == nil }, "\(result.stdout)")
+    }
+
     /// libfaketime (Debian's `faketime`): a child whose wall clock runs `offset` ahead.
     static let fakeTime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
