@@ -71,7 +71,7 @@ extension AASAFetchCommand {
             }
             let signals = SpoolCleanup.install(spool)
             defer {
-                signals.forEach { $0.cancel() }
+                signals.cancel()
                 spool.remove()
             }
             let settled: InputOptions.Settled
@@ -132,7 +132,7 @@ extension AASAFetchCommand {
 /// process ends (as the signal would have ended it, exit 128 + signal). The folder is unlinked
 /// without waiting for the database (a write may be under way); the process ends at once.
 enum SpoolCleanup {
-    static func install(_ spool: RunSpool) -> [any DispatchSourceSignal] {
+    static func install(_ spool: RunSpool) -> StoppingSignals.Installed {
         let directory = spool.directory
         return StoppingSignals.install { number in
             try? FileManager.default.removeItem(atPath: directory)

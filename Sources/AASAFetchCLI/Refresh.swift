@@ -105,7 +105,7 @@ extension AASAFetchCommand {
             let forced = try await forcedSelection(in: database)
             let stop = StopSignal()
             let signals = SignalStop.install(stop)
-            defer { signals.forEach { $0.cancel() } }
+            defer { signals.cancel() }
             // Stopping: what is left to record gets a bounded time, even from a frozen server.
             let bounded = stop.whenStopped { database.finish(within: SignalStop.storeGrace) }
             defer { stop.removeHandler(bounded) }
@@ -364,7 +364,7 @@ enum SignalStop {
     /// it gives up on them.
     static let storeGrace: TimeInterval = 10
 
-    static func install(_ stop: StopSignal) -> [any DispatchSourceSignal] {
+    static func install(_ stop: StopSignal) -> StoppingSignals.Installed {
         StoppingSignals.install { _ in stop.stop() }
     }
 }

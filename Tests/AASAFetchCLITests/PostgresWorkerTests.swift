@@ -44,6 +44,54 @@ struct PostgresWorkerTests {
         deinit { close(descriptor) }
     }
 
+    /// A PostgreSQL store whose hosts were recorded once and are due again, behind a fault server
+    /// that holds every later request until ``releaseDownloads()``.
+    struct HeldDownloads {
+        let server: PostgresServer
+        let work: URL
+        let fault: FaultServer
+        let hosts: [String]
+        let network: [String]
+        let store: PostgresAssociationStore
+        let release: String
+
+        static func start(_ name: String) async throws -> HeldDownloads {
+            let server = try await PostgresServer.start()
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-pg-\(name)-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+            let release = work.appendingPathComponent("release").path
+            let ca = try TestCA.shared()
+            let script = FaultScript(default: .holdUntilFile(release, body: StoreIntegrationTests.good,
+                                                             headers: [("Content-Type", "application/json")], wait: 120))
+            let fault = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]), lifetime: 300)
+            let hosts = (0..<6).map { "\(name)\($0).fault.test" }
+            let list = work.appendingPathComponent("list.txt")
+            try Data(hosts.joined(separator: "\n").utf8).write(to: list)
+            let network = ["--cacert", ca.caCertPath, "--connect-to", fault.connectTo, "--allow-private", "--retry-delays", "",
+                           "--connect-timeout", "5", "--max-time", "120", "--store", server.url]
+            // Recorded once, with the server answering at once; then every host is due.
+            _ = FileManager.default.createFile(atPath: release, contents: nil)
+            let recorded = try ToolRunner.run(["--domains", list.path, "--app-id", StoreIntegrationTests.appID, "--quiet"] + network)
+            guard recorded.status == 0 else { throw TestSupportError("the recording run failed: \(recorded.stderr)") }
+            try FileManager.default.removeItem(atPath: release)
+            let store = try await PostgresAssociationStore.connect(url: server.url)
+            try await store.setNextCheck(Date().addingTimeInterval(-1))
+            return HeldDownloads(server: server, work: work, fault: fault, hosts: hosts, network: network, store: store, release: release)
+        }
+
+        /// Requests the fault server received, the recording run's included.
+        func requests() -> Int { fault.requests().filter { $0.event == "request" }.count }
+
+        /// Lets the held requests (and every later one) be answered.
+        func releaseDownloads() { _ = FileManager.default.createFile(atPath: release, contents: nil) }
+
+        func stop() {
+            fault.stop()
+            server.stop()
+            try? FileManager.default.removeItem(at: work)
+        }
+    }
+
     static func lines(_ text: String) -> [[String: Any]] {
         text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
@@ -159,40 +207,18 @@ struct PostgresWorkerTests {
     /// 2, `store-unreachable`, naming the results it could not record.
     @Test(arguments: [true, false])
     func aBatchFetchedWhileTheStoreIsDownIsRecordedWhenItIsBack(restart: Bool) async throws {
-        let server = try await PostgresServer.start()
-        defer { server.stop() }
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-pg-down-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
-        let release = work.appendingPathComponent("release").path
-        let ca = try TestCA.shared()
-        let script = FaultScript(default: .holdUntilFile(release, body: StoreIntegrationTests.good,
-                                                         headers: [("Content-Type", "application/json")], wait: 120))
-        let fault = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]), lifetime: 300)
-        defer { fault.stop() }
-        let hosts = (0..<6).map { "d\($0).fault.test" }
-        let list = work.appendingPathComponent("list.txt")
-        try Data(hosts.joined(separator: "\n").utf8).write(to: list)
-        let network = ["--cacert", ca.caCertPath, "--connect-to", fault.connectTo, "--allow-private", "--retry-delays", "",
-                       "--connect-timeout", "5", "--max-time", "120", "--store", server.url]
-        func requests() -> Int { fault.requests().filter { $0.event == "request" }.count }
-
-        // Recorded once, with the server answering at once; then every host is due.
-        _ = FileManager.default.createFile(atPath: release, contents: nil)
-        let recorded = try ToolRunner.run(["--domains", list.path, "--app-id", StoreIntegrationTests.appID, "--quiet"] + network)
-        #expect(recorded.status == 0, "stderr: \(recorded.stderr)")
-        try FileManager.default.removeItem(atPath: release)
-        let store = try await PostgresAssociationStore.connect(url: server.url)
-        try await store.setNextCheck(Date().addingTimeInterval(-1))
+        let held = try await HeldDownloads.start("d")
+        defer { held.stop() }
+        let (server, store, hosts, network, work) = (held.server, held.store, held.hosts, held.network, held.work)
 
         // The worker leases the batch; its downloads are held by the server while PostgreSQL dies.
         let worker = try Running(["refresh", "--worker", "--json", "--interval", "1s", "--lease", "300s", "--owner", "keeper"] + network,
                                  cache: work)
-        let held = await waitUntil(timeout: .seconds(30)) { requests() == 2 * hosts.count }
-        #expect(held, "the worker's requests reached the server: \(requests())")
+        let reached = await waitUntil(timeout: .seconds(30)) { held.requests() == 2 * hosts.count }
+        #expect(reached, "the worker's requests reached the server: \(held.requests())")
         server.kill()
         let killed = Date()
-        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        held.releaseDownloads()
         let said = await waitUntil(timeout: .seconds(30)) {
             ((try? String(contentsOf: worker.err, encoding: .utf8)) ?? "").contains("6 fetched results are kept to be recorded first")
         }
@@ -225,7 +251,7 @@ struct PostgresWorkerTests {
         #expect(batches.count == 1 && batches.first?["fetched"] as? Int == hosts.count && batches.first?["leaseLost"] as? [String] == [],
                 "\(result.stdout)")
         #expect(states.allSatisfy { $0.isApproved && $0.consecutiveFailures == 0 })
-        #expect(requests() == 2 * hosts.count, "no host was fetched again: \(requests()) requests")
+        #expect(held.requests() == 2 * hosts.count, "no host was fetched again: \(held.requests()) requests")
         // Recorded as of the downloads, before the server was back.
         #expect(states.allSatisfy { ($0.lastResult?.fetchedAt ?? .distantFuture) < back })
     }
@@ -274,35 +300,15 @@ struct PostgresWorkerTests {
     @Test(.enabled(if: FileManager.default.fileExists(atPath: fakeTime), "needs faketime (scripts/install-deps)"),
           .disabled(if: TestSanitizer.active != nil, "a sanitizer's runtime must be the first library loaded"))
     func aWorkerWithAClockAheadLeavesOthersLiveLeases() async throws {
-        let server = try await PostgresServer.start()
-        defer { server.stop() }
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-pg-skew-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
-        let release = work.appendingPathComponent("release").path
-        let ca = try TestCA.shared()
-        let script = FaultScript(default: .holdUntilFile(release, body: StoreIntegrationTests.good,
-                                                         headers: [("Content-Type", "application/json")], wait: 120))
-        let fault = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]), lifetime: 300)
-        defer { fault.stop() }
-        let hosts = (0..<6).map { "s\($0).fault.test" }
-        let list = work.appendingPathComponent("list.txt")
-        try Data(hosts.joined(separator: "\n").utf8).write(to: list)
-        let network = ["--cacert", ca.caCertPath, "--connect-to", fault.connectTo, "--allow-private", "--retry-delays", "",
-                       "--connect-timeout", "5", "--max-time", "120", "--store", server.url]
-        func requests() -> Int { fault.requests().filter { $0.event == "request" }.count }
-        _ = FileManager.default.createFile(atPath: release, contents: nil)
-        let recorded = try ToolRunner.run(["--domains", list.path, "--app-id", StoreIntegrationTests.appID, "--quiet"] + network)
-        #expect(recorded.status == 0, "stderr: \(recorded.stderr)")
-        try FileManager.default.removeItem(atPath: release)
-        let store = try await PostgresAssociationStore.connect(url: server.url)
-        try await store.setNextCheck(Date().addingTimeInterval(-1))
+        let held = try await HeldDownloads.start("s")
+        defer { held.stop() }
+        let (store, hosts, network, work) = (held.store, held.hosts, held.network, held.work)
 
         // The punctual worker leases every host; the server holds its downloads.
         let workerArguments = ["refresh", "--worker", "--json", "--interval", "1s", "--lease", "60s"] + network
         let punctual = try Running(workerArguments + ["--owner", "punctual"], cache: work)
-        let leased = await waitUntil(timeout: .seconds(30)) { requests() == 2 * hosts.count }
-        #expect(leased, "the punctual worker's requests reached the server: \(requests())")
+        let leased = await waitUntil(timeout: .seconds(30)) { held.requests() == 2 * hosts.count }
+        #expect(leased, "the punctual worker's requests reached the server: \(held.requests())")
 
         // The worker 10 min ahead starts, says so, and idles: it asks for due hosts every second.
         let ahead = try Running(workerArguments + ["--owner", "ahead"], cache: work,
@@ -314,10 +320,10 @@ struct PostgresWorkerTests {
         try await Task.sleep(for: .seconds(3))
         let owners = Set(try await store.allHosts().compactMap { $0.lease?.owner })
         #expect(owners == ["punctual"], "\(owners)")
-        #expect(requests() == 2 * hosts.count, "the worker ahead fetched hosts leased to the other: \(requests()) requests")
+        #expect(held.requests() == 2 * hosts.count, "the worker ahead fetched hosts leased to the other: \(held.requests()) requests")
 
         // The punctual worker's downloads end: its results are recorded, none lost.
-        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        held.releaseDownloads()
         let done = await waitUntil(timeout: .seconds(30), interval: .milliseconds(200)) {
             let states = (try? await store.allHosts()) ?? []
             return states.count == hosts.count && states.allSatisfy { $0.lease == nil && $0.nextCheck > Date() }
