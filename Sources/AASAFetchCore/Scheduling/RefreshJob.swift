@@ -535,7 +535,8 @@ public struct RefreshJob: Sendable {
             report.nextDue = try await Task { try await store.nextDue() }.value
             onEvent(.batch(report))
         } catch let error as StoreError {
-            throw StoreError(code: error.code, message: "\(error.message); \(batch.results.count) fetched results were not recorded (their leases lapse)")
+            let count = batch.results.count
+            throw StoreError(code: error.code, message: "\(error.message); \(count) fetched \(count == 1 ? "result was" : "results were") not recorded (their leases lapse)")
         }
     }
 
