@@ -13,8 +13,8 @@ import Synchronization
 /// How a signal is caught: ``install(_:)`` sets a handler of its own with `sigaction` before it
 /// returns, and the handler only writes the signal's number to a pipe, which a dispatch source
 /// reads. (Dispatch's own signal sources set the signal to be ignored first and take it over only
-/// once a queue thread has registered them; a signal in between, which a loaded machine made
-/// last long enough to matter, was lost and the run went on.)
+/// once a queue thread has registered them: a signal in between would be lost, and the run would
+/// go on.)
 enum StoppingSignals {
     static let numbers: [Int32] = [SIGINT, SIGTERM, SIGHUP]
 
@@ -84,8 +84,8 @@ private struct SignalPipe: Sendable {
     }()
 }
 
-/// The write end for the handler: an atomic, so the handler reads it without locks or lazy
-/// initialisation (set before any handler is installed).
+/// The write end for the handler: an atomic, set (by `SignalPipe.shared`) before any handler is
+/// installed, so the handler only loads it.
 private let signalPipeWriteEnd = Atomic<Int32>(-1)
 
 /// The signal handler: async-signal-safe, it only writes the signal's number to the pipe.
