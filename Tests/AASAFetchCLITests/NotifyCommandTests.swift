@@ -344,8 +344,7 @@ struct NotifyCommandTests {
             return ids.count == 3 && queued == 0
         }
         #expect(delivered, "the worker delivered every change")
-        kill(worker.process.processIdentifier, SIGTERM)
-        let result = worker.finish(timeout: .seconds(30))
+        let result = worker.terminate(timeout: .seconds(30))
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stderr.contains("notify-failed: could not deliver the broke notification of h1.notify.example.com"), "stderr: \(result.stderr)")
         #expect(result.stderr.contains("takes notifications again: 3 notifications delivered after 1 failed delivery run"), "stderr: \(result.stderr)")
@@ -367,8 +366,7 @@ struct NotifyCommandTests {
         // Three delivery runs of three attempts each.
         let tried = await waitUntil(timeout: .seconds(90), interval: .milliseconds(200)) { ((try? Self.posts(receiver)) ?? []).count >= 9 }
         #expect(tried, "the worker tried again at its wakes")
-        kill(worker.process.processIdentifier, SIGTERM)
-        let result = worker.finish(timeout: .seconds(30))
+        let result = worker.terminate(timeout: .seconds(30))
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let warnings = result.stderr.components(separatedBy: "notify-failed: could not deliver").count - 1
         #expect(warnings == 1, "stderr: \(result.stderr)")

@@ -225,8 +225,7 @@ struct PostgresWorkerTests {
         #expect(said, "stderr: \((try? String(contentsOf: worker.err, encoding: .utf8)) ?? "")")
 
         guard restart else {
-            kill(worker.process.processIdentifier, SIGTERM)
-            let result = worker.finish(timeout: .seconds(60))
+            let result = worker.terminate(timeout: .seconds(60))
             #expect(result.status == 2, "stderr: \(result.stderr)")
             #expect(result.stderr.contains("aasa-fetch: store-unreachable: "), "stderr: \(result.stderr)")
             #expect(result.stderr.contains("6 fetched results were not recorded (their leases lapse)"), "stderr: \(result.stderr)")
@@ -244,8 +243,7 @@ struct PostgresWorkerTests {
             return states.count == hosts.count && states.allSatisfy { $0.lease == nil && ($0.lastResult?.fetchedAt ?? .distantPast) > killed }
         }
         #expect(done, "the batch was recorded once the server was back: \(states.map { ($0.key.host, $0.lease?.owner, $0.lastResult?.fetchedAt) })")
-        kill(worker.process.processIdentifier, SIGTERM)
-        let result = worker.finish(timeout: .seconds(60))
+        let result = worker.terminate(timeout: .seconds(60))
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let batches = Self.lines(result.stdout)
         #expect(batches.count == 1 && batches.first?["fetched"] as? Int == hosts.count && batches.first?["leaseLost"] as? [String] == [],
@@ -281,8 +279,7 @@ struct PostgresWorkerTests {
             Self.lines(output().0).contains { ($0["now"] as? String).flatMap(Timestamp.parse).map { $0 > back } ?? false }
         }
         #expect(again, "a pass reported after the server was back: \(output().0)")
-        kill(watch.process.processIdentifier, SIGTERM)
-        let result = watch.finish(timeout: .seconds(30))
+        let result = watch.terminate(timeout: .seconds(30))
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stderr.contains("aasa-fetch: store-unreachable: "), "stderr: \(result.stderr)")
         #expect(result.stderr.hasSuffix("aasa-fetch refresh: stopped\n"), "stderr: \(result.stderr)")

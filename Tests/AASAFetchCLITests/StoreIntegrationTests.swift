@@ -240,6 +240,12 @@ struct StoreIntegrationTests {
             try? FileManager.default.removeItem(at: out.deletingLastPathComponent())
         }
 
+        /// Sends SIGTERM, then waits (bounded) as ``finish(timeout:)`` does.
+        func terminate(timeout: Duration = .seconds(30)) -> (status: Int32, stdout: String, stderr: String) {
+            kill(process.processIdentifier, SIGTERM)
+            return finish(timeout: timeout)
+        }
+
         /// Waits (bounded) and returns status, stdout and stderr.
         func finish(timeout: Duration = .seconds(120)) -> (status: Int32, stdout: String, stderr: String) {
             if !ChildProcess.waitForExit(process, timeout: timeout) {
