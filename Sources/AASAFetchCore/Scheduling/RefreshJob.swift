@@ -364,13 +364,27 @@ public struct RefreshJob: Sendable {
     }
 
     /// Fetches and records the hosts of a claim (leased to this job), releasing what it did not
-    /// record; the report covers them (`nextDue` is not filled).
+    /// record; the report covers them (`nextDue` is not filled). A store that cannot be reached
+    /// when the downloads end (a database server restarting) is asked again after 2, 4 and 8 s
+    /// before the batch is given up (``recordRetryDelays``): the downloads are not lost to a
+    /// short outage. A stop ends the waiting.
     func fetchAndRecord(
         _ claim: DueClaim, at time: Date, now: @escaping @Sendable () -> Date, stop: StopSignal,
         progress: @escaping @Sendable (Int, HostFetchResult) -> Void
     ) async throws -> RefreshReport {
-        try await record(await fetch(claim, at: time, now: now, stop: stop, progress: progress))
+        let batch = await fetch(claim, at: time, now: now, stop: stop, progress: progress)
+        var delays = Self.recordRetryDelays[...]
+        while true {
+            do {
+                return try await record(batch)
+            } catch let error as StoreError where error.code == "store-unreachable" {
+                guard let delay = delays.popFirst(), !stop.isStopped, !(await stop.sleep(for: delay)) else { throw error }
+            }
+        }
     }
+
+    /// The waits before recording a fetched batch again when the store could not be reached.
+    static let recordRetryDelays: [Duration] = [.seconds(2), .seconds(4), .seconds(8)]
 
     /// A claim's downloads, done and not yet recorded.
     struct FetchedBatch: Sendable {
