@@ -55,15 +55,31 @@ struct PostgresWorkerTests {
         let store: PostgresAssociationStore
         let release: String
 
+        /// Starts both servers and records the hosts; stops what it started when a step fails.
         static func start(_ name: String) async throws -> HeldDownloads {
             let server = try await PostgresServer.start()
             let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-pg-\(name)-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
             let release = work.appendingPathComponent("release").path
-            let ca = try TestCA.shared()
-            let script = FaultScript(default: .holdUntilFile(release, body: StoreIntegrationTests.good,
-                                                             headers: [("Content-Type", "application/json")], wait: 120))
-            let fault = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]), lifetime: 300)
+            var fault: FaultServer?
+            do {
+                try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+                let ca = try TestCA.shared()
+                let script = FaultScript(default: .holdUntilFile(release, body: StoreIntegrationTests.good,
+                                                                 headers: [("Content-Type", "application/json")], wait: 120))
+                let started = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]), lifetime: 300)
+                fault = started
+                return try await record(name, server: server, work: work, fault: started, ca: ca, release: release)
+            } catch {
+                fault?.stop()
+                server.stop()
+                try? FileManager.default.removeItem(at: work)
+                throw error
+            }
+        }
+
+        private static func record(
+            _ name: String, server: PostgresServer, work: URL, fault: FaultServer, ca: TestCA, release: String
+        ) async throws -> HeldDownloads {
             let hosts = (0..<6).map { "\(name)\($0).fault.test" }
             let list = work.appendingPathComponent("list.txt")
             try Data(hosts.joined(separator: "\n").utf8).write(to: list)
