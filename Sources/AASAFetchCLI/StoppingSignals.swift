@@ -69,18 +69,18 @@ enum StoppingSignals {
 /// The pipe the signal handler writes to: created once, both ends close-on-exec, the write end
 /// non-blocking (a handler must never block; a full pipe already holds a stop).
 private struct SignalPipe: Sendable {
+    /// The read end (the write end is ``signalPipeWriteEnd``, for the handler).
     let read: Int32
-    let write: Int32
 
     static let shared: SignalPipe = {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { return SignalPipe(read: -1, write: -1) }
+        guard pipe(&ends) == 0 else { return SignalPipe(read: -1) }
         for end in ends {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
             _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
         }
         signalPipeWriteEnd.store(ends[1], ordering: .releasing)
-        return SignalPipe(read: ends[0], write: ends[1])
+        return SignalPipe(read: ends[0])
     }()
 }
 

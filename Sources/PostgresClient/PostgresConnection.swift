@@ -219,7 +219,6 @@ public final class PostgresConnection: @unchecked Sendable {
                 if broken && !timedOut && !resetOnce && connection != nil {
                     resetOnce = true
                     remaining = max(remaining, 1)
-                    if let failure = connectIfNeeded() { return .failure(failure) }
                     continue
                 }
                 return .failure(error)

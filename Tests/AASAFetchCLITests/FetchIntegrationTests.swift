@@ -136,10 +136,9 @@ struct FetchIntegrationTests {
             #expect(reason.contains("(this machine's clock says \(today)T"), "\(host): \(reason)")
         }
         // A clock three years ahead (libfaketime) fails a good certificate as expired, and says so.
-        if FileManager.default.fileExists(atPath: PostgresWorkerTests.fakeTime), TestSanitizer.active == nil {
+        if FakeTime.usable {
             let ahead = try ToolRunner.run(fixture.network + ["--domain", "applinks:good.example.com", "--app-id", Self.appID, "--json"],
-                                           environment: ["LD_PRELOAD": PostgresWorkerTests.fakeTime, "FAKETIME": "+3y",
-                                                         "FAKETIME_DONT_FAKE_MONOTONIC": "1"])
+                                           environment: FakeTime.environment("+3y"))
             let domain = try ahead.json().domain("good.example.com")
             let year = Calendar(identifier: .gregorian).component(.year, from: Date()) + 3
             #expect(domain?["code"] as? String == "tls-expired", "\(ahead.stdout)")

@@ -309,14 +309,13 @@ struct HostileEnvironmentTests {
     /// to share its clock with child processes) leaves the Swift runtime no arguments; the tool
     /// reads `/proc/self/cmdline` itself and runs as asked (before: `arguments-unreadable`,
     /// blaming a missing /proc).
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: PostgresWorkerTests.fakeTime), "needs faketime (scripts/install-deps)"),
-          .disabled(if: TestSanitizer.active != nil, "a sanitizer's runtime must be the first library loaded"))
+    @Test(.enabled(if: FakeTime.usable, "needs faketime (scripts/install-deps) and no sanitizer (its runtime must be loaded first)"))
     func aPreloadedLibraryThatSetsTheEnvironmentLeavesTheArguments() throws {
         let work = try Self.folder("preload")
         defer { try? FileManager.default.removeItem(at: work) }
         let file = work.appendingPathComponent("with space, and \u{e9}.json")
         try Data(Self.good.utf8).write(to: file)
-        let preload = ["LD_PRELOAD": PostgresWorkerTests.fakeTime, "FAKETIME": "+0d"]
+        let preload = FakeTime.environment("+0d")
         let version = try ToolRunner.run(["--version"], environment: preload)
         #expect(version.status == 0 && version.stdout == "0.1.0\n", "\(version.status) \(version.stdout) \(version.stderr)")
         // Every argument arrives whole: one with spaces and a non-ASCII letter, and an empty one.

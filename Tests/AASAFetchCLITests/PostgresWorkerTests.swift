@@ -327,16 +327,12 @@ struct PostgresWorkerTests {
         #expect(Self.lines(result.stdout).allSatisfy { $0["error"] == nil }, "\(result.stdout)")
     }
 
-    /// libfaketime (Debian's `faketime`): a child whose wall clock runs `offset` ahead.
-    static let fakeTime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-
     /// Workers on machines whose clocks differ share one store: a worker whose clock runs 10 min
     /// ahead (libfaketime) does not take over the live 60 s leases of another, whose downloads are
     /// still running; it says its clock is off and follows the server's. Before, it saw those
     /// leases as lapsed, fetched the hosts again, and the other worker's results were dropped as
     /// lost leases, with the advice to raise `--lease`.
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: fakeTime), "needs faketime (scripts/install-deps)"),
-          .disabled(if: TestSanitizer.active != nil, "a sanitizer's runtime must be the first library loaded"))
+    @Test(.enabled(if: FakeTime.usable, "needs faketime (scripts/install-deps) and no sanitizer (its runtime must be loaded first)"))
     func aWorkerWithAClockAheadLeavesOthersLiveLeases() async throws {
         let held = try await HeldDownloads.start("s")
         defer { held.stop() }
@@ -350,7 +346,7 @@ struct PostgresWorkerTests {
 
         // The worker 10 min ahead starts, says so, and idles: it asks for due hosts every second.
         let ahead = try Running(workerArguments + ["--owner", "ahead"], cache: work,
-                                environment: ["LD_PRELOAD": Self.fakeTime, "FAKETIME": "+10m", "FAKETIME_DONT_FAKE_MONOTONIC": "1"])
+                                environment: FakeTime.environment("+10m"))
         let said = await waitUntil(timeout: .seconds(30)) {
             ((try? String(contentsOf: ahead.err, encoding: .utf8)) ?? "").contains("batches of")
         }

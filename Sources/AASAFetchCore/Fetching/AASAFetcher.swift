@@ -374,7 +374,8 @@ public struct AASAFetcher: RouteSide {
     /// - Parameter now: this machine's time, named in the messages of certificates whose dates
     ///   do not fit it (a clock years off fails every certificate so).
     static func describe(_ failure: TransferFailure, host: String, options: FetchOptions, now: Date = Date()) -> String {
-        let clock = "this machine's clock says \(Timestamp.string(now))"
+        // Only the certificate date failures name the clock (formatting it is not free).
+        var clock: String { "this machine's clock says \(Timestamp.string(now))" }
         switch failure.kind {
         case .dnsFailure: return "\(host) does not resolve: \(failure.message)"
         case .connectFailure: return "no connection to \(host): \(failure.message)"
