@@ -30,7 +30,6 @@ public struct TransferTicket: Hashable, Sendable {
 /// Call ``shutdown()`` before the process exits.
 public final class CurlClient: HTTPTransferring, Sendable {
     private let group: LoopGroup
-    private let perHostLimit: Bool
 
     /// The number of loops when none is asked for: one per core this process may use (``CPUBudget``).
     public static var defaultThreads: Int { CPUBudget.cores }
@@ -60,9 +59,8 @@ public final class CurlClient: HTTPTransferring, Sendable {
     package init(maxConnections: Int, maxConnectionsPerHost: Int, threads: Int?,
                  threadStarter: (_ loop: Int, _ body: @escaping @Sendable () -> Void) -> Int32) {
         let count = min(Self.maxThreads, max(1, threads ?? Self.defaultThreads))
-        let group = LoopGroup(loops: count, maxConnections: maxConnections)
+        let group = LoopGroup(loops: count, maxConnections: maxConnections, perHostLimit: maxConnectionsPerHost > 0)
         self.group = group
-        perHostLimit = maxConnectionsPerHost > 0
         for index in 0..<count {
             let error = threadStarter(index) {
                 // The name profilers and /proc/PID/task/*/comm show; Linux keeps 15 characters.
@@ -133,17 +131,25 @@ public final class CurlClient: HTTPTransferring, Sendable {
     /// - Returns: The complete response.
     /// - Throws: ``TransferFailure`` when no complete response arrived, classified by ``TransferFailureKind``.
     public func perform(_ request: TransferRequest) async throws(TransferFailure) -> TransferResponse {
-        let loop = group.loop(for: request, perHostLimit: perHostLimit)
-        let mailbox = group.mailboxes[loop]
-        let id = try mailbox.reserve().get()
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<TransferResponse, TransferFailure>, Never>) in
-                mailbox.submit(id: id, request: request) { continuation.resume(returning: $0) }
+        // As ``LoopGroup/dispatch(_:completion:)``: a loop that closed because it could not start
+        // between the choice and the hand-over is passed over (at most once per loop).
+        for _ in 0...group.mailboxes.count {
+            let loop = group.loop(for: request)
+            let id = try group.mailboxes[loop].reserve().get()
+            let result = await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Result<TransferResponse, TransferFailure>?, Never>) in
+                    if !group.mailboxes[loop].submit(id: id, request: request, completion: { continuation.resume(returning: $0) }) {
+                        continuation.resume(returning: nil)
+                    }
+                }
+            } onCancel: {
+                group.cancel(loop: loop, id: id)
             }
-        } onCancel: {
-            mailbox.cancel(id: id)
+            if let result {
+                return try result.get()
+            }
         }
-        return try result.get()
+        throw Mailbox.shutDownFailure  // not reached: see above
     }
 
     /// Starts one GET without a task: the request waits as a plain value in its loop's queue
@@ -159,16 +165,7 @@ public final class CurlClient: HTTPTransferring, Sendable {
     /// - Returns: The ticket to give ``cancel(_:)``.
     @discardableResult
     public func start(_ request: TransferRequest, completion: @escaping TransferCompletion) -> TransferTicket {
-        let loop = group.loop(for: request, perHostLimit: perHostLimit)
-        let mailbox = group.mailboxes[loop]
-        switch mailbox.reserve() {
-        case .success(let id):
-            mailbox.submit(id: id, request: request, completion: completion)
-            return TransferTicket(loop: loop, id: id)
-        case .failure(let failure):
-            completion(.failure(failure))
-            return TransferTicket(loop: loop, id: 0)
-        }
+        group.dispatch(request, completion: completion)
     }
 
     /// Cancels a transfer started with ``start(_:completion:)`` wherever it is (queued or
@@ -176,7 +173,7 @@ public final class CurlClient: HTTPTransferring, Sendable {
     /// nothing once the transfer has finished.
     public func cancel(_ ticket: TransferTicket) {
         guard ticket.id != 0, group.mailboxes.indices.contains(ticket.loop) else { return }
-        group.mailboxes[ticket.loop].cancel(id: ticket.id)
+        group.cancel(loop: ticket.loop, id: ticket.id)
     }
 
     /// Whether every loop thread has finished (for tests of ``shutdown()``).

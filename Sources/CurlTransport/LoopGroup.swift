@@ -141,19 +141,28 @@ package final class LoopGroup: Sendable {
     let mailboxes: [Mailbox]
     let slots: SlotPool
     let caches: SharedCaches
+    /// Whether the client limits connections per host (its transfers to one host share a loop).
+    let perHostLimit: Bool
     private let running: Atomic<Int>
 
-    package init(loops: Int, maxConnections: Int) {
+    package init(loops: Int, maxConnections: Int, perHostLimit: Bool = false) {
+        self.perHostLimit = perHostLimit
         mailboxes = (0..<loops).map { _ in Mailbox() }
         slots = SlotPool(limit: maxConnections, loops: loops)
         caches = SharedCaches()
         running = Atomic(loops)
     }
 
-    /// Closes loop `index` as one that could not start, failing with `failure` (for tests of the
-    /// routing around it; a loop does this itself when its epoll set or multi handle cannot be made).
-    package func markFailedToStart(loop index: Int, with failure: TransferFailure) {
-        _ = mailboxes[index].close(startupFailure: failure)
+    /// Closes loop `index` as one that could not start (its epoll set, multi handle or thread
+    /// could not be made): what was queued on it goes to the loops that run
+    /// (``forward(_:from:)``), and later transfers pass it over, or fail with `failure` when no
+    /// loop runs.
+    /// - Returns: The callers waiting for its shutdown, to resume.
+    @discardableResult
+    package func markFailedToStart(loop index: Int, with failure: TransferFailure) -> [CheckedContinuation<Void, Never>] {
+        let (commands, waiters) = mailboxes[index].close(startupFailure: failure)
+        forward(commands, from: index)
+        return waiters
     }
 
     /// Called by each loop once it has freed its multi handle; the last one frees the share handle.
@@ -163,9 +172,57 @@ package final class LoopGroup: Sendable {
         }
     }
 
+    /// Gives a transfer to its loop (``loop(for:)``) and returns its ticket; `completion` gets a
+    /// failure at once when no loop takes it. A loop that closed because it could not start
+    /// between the choice and the hand-over is passed over for the next choice, which no longer
+    /// picks it; each such try closes a loop for good, so there are at most as many as loops.
+    func dispatch(_ request: TransferRequest, completion: @escaping TransferCompletion) -> TransferTicket {
+        for _ in 0...mailboxes.count {
+            let loop = loop(for: request)
+            switch mailboxes[loop].reserve() {
+            case .success(let id):
+                if mailboxes[loop].submit(id: id, request: request, completion: completion) {
+                    return TransferTicket(loop: loop, id: id)
+                }
+            case .failure(let failure):
+                completion(.failure(failure))
+                return TransferTicket(loop: loop, id: 0)
+            }
+        }
+        completion(.failure(Mailbox.shutDownFailure))  // not reached: see above
+        return TransferTicket(loop: 0, id: 0)
+    }
+
+    /// Cancels transfer `id` of loop `loop`, following it to the loop it was given to when its
+    /// first one could not start.
+    func cancel(loop: Int, id: UInt64) {
+        var target: (loop: Int, id: UInt64)? = (loop, id)
+        for _ in 0...mailboxes.count {
+            guard let next = target, mailboxes.indices.contains(next.loop) else { return }
+            target = mailboxes[next.loop].cancel(id: next.id)
+        }
+    }
+
+    /// Gives the transfers queued on loop `index` when it failed to start to the loops that run
+    /// (or fails them with its startup failure when none does), keeping their first tickets
+    /// good for cancelling.
+    func forward(_ commands: [LoopCommand], from index: Int) {
+        let mailbox = mailboxes[index]
+        for case .start(let id, let request, let completion) in commands {
+            guard mailbox.mayForward(id: id) else {
+                completion(.failure(Mailbox.cancelledFailure))
+                continue
+            }
+            let ticket = dispatch(request, completion: completion)
+            if ticket.id != 0, !mailbox.forwarded(id: id, to: (ticket.loop, ticket.id)) {
+                cancel(loop: ticket.loop, id: ticket.id)
+            }
+        }
+    }
+
     /// The loop for a request: the one it follows up on (``TransferRequest/after``), else the one
     /// of its affinity key, else the least loaded.
-    func loop(for request: TransferRequest, perHostLimit: Bool) -> Int {
+    func loop(for request: TransferRequest) -> Int {
         if let after = request.after, mailboxes.indices.contains(after.loop) { return after.loop }
         return loop(forAffinity: request.affinityKey(perHostLimit: perHostLimit))
     }

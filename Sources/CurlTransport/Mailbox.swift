@@ -21,6 +21,10 @@ enum LoopCommand: Sendable {
 final class Mailbox: Sendable {
     private enum Phase {
         case reserved, queued, active, cancelledEarly
+        /// Queued when the loop failed to start: being given to another loop.
+        case forwarding
+        /// Cancelled while being given to another loop.
+        case forwardingCancelled
     }
 
     private enum Lifecycle {
@@ -39,6 +43,9 @@ final class Mailbox: Sendable {
         var threadExited = false
         /// Transfers handed to curl by this loop so far (for tests of the spread over loops).
         var started = 0
+        /// Where the transfers queued here when the loop failed to start went (their loop and
+        /// identifier there), so that cancelling them with their first ticket still works.
+        var forwarded: [UInt64: (loop: Int, id: UInt64)] = [:]
 
         func wake() {
             if let waker {
@@ -89,51 +96,86 @@ final class Mailbox: Sendable {
 
     /// Queues the start of a reserved transfer and wakes the loop; fails it at once when it was
     /// cancelled first or the client is stopping.
-    func submit(id: UInt64, request: TransferRequest, completion: @escaping TransferCompletion) {
-        let failure: TransferFailure? = state.withLock { state in
+    /// - Returns: `false`, without running `completion`, when the loop closed between the
+    ///   reservation and this call because it could not start (out of descriptors, say): the
+    ///   caller gives the transfer to another loop (``LoopGroup/loop(forAffinity:)`` no longer
+    ///   picks this one), which fails it with the startup failure when none runs.
+    func submit(id: UInt64, request: TransferRequest, completion: @escaping TransferCompletion) -> Bool {
+        enum Outcome {
+            case queued, failed(TransferFailure), loopNotStarted
+        }
+        let outcome = state.withLock { state -> Outcome in
+            guard state.lifecycle != .stopped || state.startupFailure == nil else {
+                return .loopNotStarted
+            }
             guard state.phases[id] == .reserved else {
                 state.phases[id] = nil
-                return state.lifecycle == .running ? Self.cancelledFailure : Self.shutDownFailure
+                return .failed(state.lifecycle == .running ? Self.cancelledFailure : Self.shutDownFailure)
             }
             guard state.lifecycle == .running else {
                 state.phases[id] = nil
-                return Self.shutDownFailure
+                return .failed(Self.shutDownFailure)
             }
             state.phases[id] = .queued
             state.commands.append(.start(id: id, request: request, completion: completion))
             state.wake()
-            return nil
+            return .queued
         }
-        if let failure {
+        switch outcome {
+        case .queued:
+            return true
+        case .failed(let failure):
             completion(.failure(failure))
+            return true
+        case .loopNotStarted:
+            return false
         }
     }
 
     /// Cancels a transfer wherever it is: before submission, queued, or running in curl.
-    func cancel(id: UInt64) {
-        let queued: TransferCompletion? = state.withLock { state in
+    /// - Returns: The loop and identifier to cancel instead, when the transfer was given to
+    ///   another loop because this one could not start (``LoopGroup/cancel(loop:id:)`` follows it).
+    func cancel(id: UInt64) -> (loop: Int, id: UInt64)? {
+        enum Step {
+            case none, fail(TransferCompletion), follow(loop: Int, id: UInt64)
+        }
+        let step: Step = state.withLock { state in
+            if let target = state.forwarded[id] {
+                return .follow(loop: target.loop, id: target.id)
+            }
             switch state.phases[id] {
             case .reserved:
                 state.phases[id] = .cancelledEarly
-                return nil
+                return .none
             case .queued:
                 state.phases[id] = nil
                 guard let index = state.commands.firstIndex(where: { command in
                     if case .start(let queuedID, _, _) = command { return queuedID == id }
                     return false
-                }) else { return nil }
+                }) else { return .none }
                 let command = state.commands.remove(at: index)
-                if case .start(_, _, let completion) = command { return completion }
-                return nil
+                if case .start(_, _, let completion) = command { return .fail(completion) }
+                return .none
             case .active:
                 state.commands.append(.cancel(id: id))
                 state.wake()
-                return nil
-            case .cancelledEarly, nil:
-                return nil
+                return .none
+            case .forwarding:
+                state.phases[id] = .forwardingCancelled
+                return .none
+            case .cancelledEarly, .forwardingCancelled, nil:
+                return .none
             }
         }
-        queued?(.failure(Self.cancelledFailure))
+        switch step {
+        case .none:
+            return nil
+        case .fail(let completion):
+            completion(.failure(Self.cancelledFailure))
+            return nil
+        case .follow(let loop, let id):
+            return (loop, id)
+        }
     }
 
     /// Asks the loop to stop and waits until it has failed every transfer and freed every handle.
@@ -210,6 +252,29 @@ final class Mailbox: Sendable {
         }
     }
 
+    /// Whether transfer `id`, queued when this loop failed to start, may still be given to another
+    /// loop (`false`: it was cancelled meanwhile).
+    func mayForward(id: UInt64) -> Bool {
+        state.withLock { state in
+            guard state.phases[id] == .forwarding else {
+                state.phases[id] = nil
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Records where transfer `id` went; returns `false` when it was cancelled while it was being
+    /// given there (the caller cancels it on its new loop).
+    func forwarded(id: UInt64, to target: (loop: Int, id: UInt64)) -> Bool {
+        state.withLock { state in
+            let cancelled = state.phases[id] == .forwardingCancelled
+            state.phases[id] = nil
+            if !cancelled { state.forwarded[id] = target }
+            return !cancelled
+        }
+    }
+
     /// Marks the client stopped, withdraws the wake-up descriptor and returns what is left to fail
     /// and the shutdown waiters to resume.
     func close(startupFailure: TransferFailure? = nil) -> (
@@ -222,6 +287,11 @@ final class Mailbox: Sendable {
             state.phases = [:]
             let commands = state.commands
             state.commands = []
+            if startupFailure != nil {
+                for case .start(let id, _, _) in commands {
+                    state.phases[id] = .forwarding
+                }
+            }
             let waiters = state.shutdownWaiters
             state.shutdownWaiters = []
             return (commands, waiters)

@@ -87,13 +87,13 @@ final class MultiLoop {
     static func run(index: Int, group: LoopGroup, maxConnections: Int, maxConnectionsPerHost: Int) {
         let mailbox = group.mailboxes[index]
         guard CurlGlobal.isInitialized else {
-            failEverything(mailbox, failure: startupFailure("libcurl could not be initialised (curl_global_init returned \(CurlGlobal.initResult))"))
+            failEverything(index, group, failure: startupFailure("libcurl could not be initialised (curl_global_init returned \(CurlGlobal.initResult))"))
             group.loopExited()
             return
         }
         guard let multi = curl_multi_init() else {
             // libcurl makes its wake-up socket pair here, so a want of descriptors can fail it.
-            failEverything(mailbox, failure: startupFailure("libcurl could not create a multi handle"))
+            failEverything(index, group, failure: startupFailure("libcurl could not create a multi handle"))
             group.loopExited()
             return
         }
@@ -113,7 +113,7 @@ final class MultiLoop {
             let reason = "the curl loop could not create its epoll set: \(String(cString: strerror(error)))"
             _ = curl_multi_cleanup(multi)
             let kind: TransferFailureKind = error == EMFILE || error == ENFILE ? .descriptorsExhausted : .invalidRequest
-            failEverything(mailbox, failure: TransferFailure(kind: kind, message: reason))
+            failEverything(index, group, failure: TransferFailure(kind: kind, message: reason))
             group.loopExited()
             return
         }
@@ -133,19 +133,16 @@ final class MultiLoop {
     /// A loop whose thread could not be started: fails what is given to it, as a loop that cannot
     /// start does, and counts as exited.
     static func notStarted(index: Int, group: LoopGroup, failure: TransferFailure) {
-        failEverything(group.mailboxes[index], failure: failure)
+        failEverything(index, group, failure: failure)
         group.loopExited()
         group.mailboxes[index].markThreadExited()
     }
 
-    /// Closes the mailbox of a loop that could not start and fails what was given to it; the
-    /// transfers given to it later fail with `failure` too (``Mailbox/reserve()``).
-    private static func failEverything(_ mailbox: Mailbox, failure: TransferFailure) {
-        let (commands, waiters) = mailbox.close(startupFailure: failure)
-        for case .start(_, _, let completion) in commands {
-            completion(.failure(failure))
-        }
-        for waiter in waiters {
+    /// Closes the mailbox of loop `index`, which could not start, and gives what was queued on it
+    /// to the loops that run (``LoopGroup/forward(_:from:)``); with none running, those transfers
+    /// and the ones given to it later fail with `failure` (``Mailbox/reserve()``).
+    private static func failEverything(_ index: Int, _ group: LoopGroup, failure: TransferFailure) {
+        for waiter in group.markFailedToStart(loop: index, with: failure) {
             waiter.resume()
         }
     }

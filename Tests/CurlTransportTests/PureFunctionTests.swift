@@ -205,6 +205,87 @@ struct LoopRoutingTests {
         }
     }
 
+    /// What a loop holds now: the identifiers of the starts queued on it (taken, as the loop would).
+    static func queuedStarts(_ group: LoopGroup, loop: Int) -> [UInt64] {
+        group.mailboxes[loop].takeCommands().commands.compactMap { command in
+            if case .start(let id, _, _) = command { return id }
+            return nil
+        }
+    }
+
+    /// A loop that fails to start between the choice of it and the hand-over of a transfer (the
+    /// caller reserved on it while it was still starting) passes the transfer to a loop that
+    /// runs. Before, the transfer failed as `cancelled` ("the client was shut down"), exit 1, and
+    /// the host was reported as not associated although the other loop ran.
+    @Test func aLoopThatFailsToStartDuringTheHandOverIsPassedOver() throws {
+        let group = LoopGroup(loops: 2, maxConnections: 8)
+        let request = TransferRequest(url: "https://aasa.test/")
+        let raced = try group.mailboxes[0].reserve().get()
+        group.markFailedToStart(loop: 0, with: Self.failure)
+        let results = Mutex<[Result<TransferResponse, TransferFailure>]>([])
+        let handedOver = group.mailboxes[0].submit(id: raced, request: request) { result in results.withLock { $0.append(result) } }
+        #expect(!handedOver, "the closed loop declines the transfer instead of failing it")
+        #expect(results.withLock { $0.isEmpty })
+        let ticket = group.dispatch(request) { result in results.withLock { $0.append(result) } }
+        #expect(ticket.loop == 1)
+        #expect(Self.queuedStarts(group, loop: 1) == [ticket.id])
+        #expect(results.withLock { $0.isEmpty })
+    }
+
+    /// Transfers queued on a loop before it found it could not start go to the loop that runs,
+    /// and their first tickets still cancel them. Before, each failed `descriptors-exhausted`
+    /// while the other loop could have run it.
+    @Test func transfersQueuedOnALoopThatCannotStartGoToOneThatRuns() throws {
+        let group = LoopGroup(loops: 2, maxConnections: 8)
+        let kinds = Mutex<[Int: TransferFailureKind]>([:])
+        let tickets = (0..<3).map { index in
+            group.dispatch(TransferRequest(url: "https://aasa.test/\(index)", affinity: "loop-0-key")) { result in
+                if case .failure(let failure) = result { kinds.withLock { $0[index] = failure.kind } }
+            }
+        }
+        let home = LoopGroup.loopIndex(forKey: "loop-0-key", loops: 2)
+        #expect(tickets.allSatisfy { $0.loop == home && $0.id != 0 })
+        group.markFailedToStart(loop: home, with: Self.failure)
+        let other = 1 - home
+        let moved = Self.queuedStarts(group, loop: other)
+        #expect(moved.count == 3, "every queued transfer moved")
+        #expect(kinds.withLock { $0.isEmpty }, "none failed: \(kinds.withLock { $0 })")
+        // The moved transfers run now; cancelling through the first tickets reaches them there
+        // (the cancel command is queued for the running loop).
+        group.cancel(loop: tickets[0].loop, id: tickets[0].id)
+        let commands = group.mailboxes[other].takeCommands().commands
+        #expect(commands.count == 1)
+        if case .cancel(let id)? = commands.first { #expect(id == moved[0]) } else { Issue.record("\(commands)") }
+    }
+
+    /// A transfer cancelled while its loop is failing to start is not moved: it fails `cancelled`.
+    @Test func aTransferCancelledWhileItsLoopFailsIsNotMoved() throws {
+        let group = LoopGroup(loops: 2, maxConnections: 8)
+        let kinds = Mutex<[TransferFailureKind]>([])
+        let ticket = group.dispatch(TransferRequest(url: "https://aasa.test/")) { result in
+            if case .failure(let failure) = result { kinds.withLock { $0.append(failure.kind) } }
+        }
+        #expect(ticket.loop == 0)
+        let (commands, _) = group.mailboxes[0].close(startupFailure: Self.failure)
+        group.cancel(loop: ticket.loop, id: ticket.id)
+        group.forward(commands, from: 0)
+        #expect(kinds.withLock { $0 } == [.cancelled])
+        #expect(Self.queuedStarts(group, loop: 1).isEmpty)
+    }
+
+    /// With no loop running, what was queued fails with the startup failure, not `cancelled`.
+    @Test func withNoLoopRunningQueuedTransfersFailWithTheStartupFailure() {
+        let group = LoopGroup(loops: 2, maxConnections: 8)
+        group.markFailedToStart(loop: 1, with: Self.failure)
+        let kinds = Mutex<[TransferFailureKind]>([])
+        let ticket = group.dispatch(TransferRequest(url: "https://aasa.test/")) { result in
+            if case .failure(let failure) = result { kinds.withLock { $0.append(failure.kind) } }
+        }
+        #expect(ticket.loop == 0)
+        group.markFailedToStart(loop: 0, with: Self.failure)
+        #expect(kinds.withLock { $0 } == [.descriptorsExhausted])
+    }
+
     @Test func withNoLoopRunningATransferGoesWhereItWouldHave() {
         let group = LoopGroup(loops: 2, maxConnections: 8)
         group.markFailedToStart(loop: 0, with: Self.failure)
