@@ -199,8 +199,10 @@ struct SpooledListTests {
 
     /// Starts a spooled run of `list` that waits on `server` (which never answers), with `tmp` as
     /// its `TMPDIR`.
-    /// `ignoring`: signals the run inherits ignored (every other stopping signal at its default).
-    static func startWaitingRun(route: String = "origin", list: URL, tmp: URL, server: FaultServer, ca: TestCA, ignoring: [Int32] = []) throws -> Process {
+    /// `ignoring`: signals the run inherits ignored (every other stopping signal at its default);
+    /// `errors`: the file its standard error goes to (else nowhere).
+    static func startWaitingRun(route: String = "origin", list: URL, tmp: URL, server: FaultServer, ca: TestCA, ignoring: [Int32] = [],
+                                errors: URL? = nil) throws -> Process {
         let command = ChildProcess.withSignalDispositions(ignored: ignoring, ToolRunner.binary, [
             "--route", route, "--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
             "--allow-private", "--max-time", "60", "--retry-delays", "", "--app-id", Self.appID,
@@ -211,7 +213,12 @@ struct SpooledListTests {
         process.environment = ChildProcess.inheritedEnvironment.merging(["TMPDIR": tmp.path, "NO_COLOR": "1"]) { _, new in new }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if let errors {
+            _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: errors)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         return process
     }
@@ -262,15 +269,18 @@ struct SpooledListTests {
         defer { setup.cleanUp() }
         let (ca, server, list, tmp) = (setup.ca, setup.server, setup.list, setup.tmp)
 
-        let process = try Self.startWaitingRun(route: route, list: list, tmp: tmp, server: server, ca: ca)
+        let errors = setup.work.appendingPathComponent("stderr.txt")
+        let process = try Self.startWaitingRun(route: route, list: list, tmp: tmp, server: server, ca: ca, errors: errors)
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         let spooled = await waitUntil(timeout: .seconds(20)) { !Self.spools(in: tmp).isEmpty }
         #expect(spooled, "no spool appeared")
         // Let the download start, then interrupt.
         try await Task.sleep(for: .milliseconds(500))
+        let runningWhenSignalled = process.isRunning
         kill(process.processIdentifier, signal)
         #expect(ChildProcess.waitForExit(process, timeout: .seconds(20)))
-        #expect(process.terminationStatus == 128 + signal)
+        #expect(process.terminationStatus == 128 + signal,
+                "running when signalled: \(runningWhenSignalled); \((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty)
     }
 
