@@ -156,8 +156,9 @@ public final class CurlClient: HTTPTransferring, Sendable {
     /// until a download slot is free, and `completion` gets the result, as ``perform(_:)`` returns
     /// or throws it.
     ///
-    /// `completion` runs exactly once, on the loop thread that ran the transfer (or on the
-    /// calling thread, before this returns, when the client is shut down): it must return
+    /// `completion` runs exactly once, on the loop thread that ran the transfer; for one that
+    /// never ran, on the thread that ended it (the caller's, before this returns, when the client
+    /// is shut down; the canceller's; or that of a loop that could not start). It must return
     /// quickly and never block, since no other transfer of that loop progresses meanwhile.
     /// - Parameters:
     ///   - request: The request.
