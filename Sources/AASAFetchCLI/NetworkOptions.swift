@@ -103,9 +103,11 @@ struct NetworkOptions: ParsableArguments {
         // Loops: the download threads, plus the one-loop clients a run may add (`refresh`'s CDN
         // client and its webhook client).
         let loops = min(Self.maxThreads, threads ?? CurlClient.defaultThreads)
-        let fitting = try ProcessLimits.concurrency(concurrency, loops: loops + 2, console: .standard)
+        // No more loops than leave room for a download (each loop keeps descriptors open).
+        let loopsFitting = ProcessLimits.loops(loops, extraLoops: 2, console: .standard)
+        let fitting = try ProcessLimits.concurrency(concurrency, loops: loopsFitting + 2, console: .standard)
         // Then no more threads than a limit on them allows (a container's pids limit).
-        let fitted = try ProcessLimits.fitThreads(concurrency: fitting, loops: loops, extraLoops: 2, console: .standard)
+        let fitted = try ProcessLimits.fitThreads(concurrency: fitting, loops: loopsFitting, extraLoops: 2, console: .standard)
         options.concurrency = fitted.concurrency
         options.threads = fitted.loops < loops ? fitted.loops : threads
         return options

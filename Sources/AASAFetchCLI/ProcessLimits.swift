@@ -16,6 +16,9 @@ enum ProcessLimits {
     /// drives curl through its socket interface), and its thread's `/proc/thread-self/schedstat`
     /// (read by its start pacer).
     static let descriptorsPerLoop = 5
+    /// Descriptors a run needs beyond those open when it starts and those of its loops and one
+    /// download, at the least: a CA file read during a handshake, the store's journal, a probe.
+    static let minimumReservedDescriptors = 4
 
     /// Raises the soft limit of open files (`RLIMIT_NOFILE`) to the hard one (at most 1,048,576,
     /// Linux's usual `nr_open`), so `--concurrency` is not cut by a low default soft limit.
@@ -45,6 +48,27 @@ enum ProcessLimits {
     /// curl loops running.
     static func fittingConcurrency(limit: Int, open: Int, loops: Int) -> Int {
         max(1, (limit - open - reservedDescriptors - descriptorsPerLoop * max(1, loops)) / descriptorsPerDownload)
+    }
+
+    /// The most curl loops (of `loops`) that fit in `limit` descriptors with `open` already in use,
+    /// `extraLoops` one-loop clients besides, and room for one download: at least 1. A loop that
+    /// starts takes descriptors for good, so at a tight limit more loops leave no room for the
+    /// download itself, and a run fetched nothing at a limit at which fewer loops fetched all.
+    static func fittingLoops(_ loops: Int, limit: Int, open: Int, extraLoops: Int) -> Int {
+        let room = limit - open - minimumReservedDescriptors - descriptorsPerDownload
+        return max(1, min(loops, room / descriptorsPerLoop - extraLoops))
+    }
+
+    /// `loops` lowered to what the open-file limit allows (``fittingLoops(_:limit:open:extraLoops:)``);
+    /// says so once on standard error.
+    static func loops(_ loops: Int, extraLoops: Int, console: Console) -> Int {
+        guard let limit = descriptorLimit else { return loops }
+        let fitted = fittingLoops(loops, limit: limit, open: openDescriptors ?? 16, extraLoops: extraLoops)
+        if fitted < loops {
+            note("--threads \(loops) lowered to \(fitted): the open-file limit is \(limit) (ulimit -n) and each curl loop keeps \(descriptorsPerLoop) descriptors open; raise the hard limit to run more at once",
+                 once: "loops under a descriptor limit", console: console)
+        }
+        return fitted
     }
 
     /// Address space one download may take at its peak under an address-space limit (its TLS

@@ -51,6 +51,21 @@ struct ProcessLimitsTests {
         #expect(ProcessLimits.fittingConcurrency(limit: 16, open: 10, loops: 64) == 1)
     }
 
+    /// At a tight open-file limit the loops are cut first, so that one download fits beside them
+    /// and the one-loop clients; never below one loop, never above what was asked.
+    @Test(arguments: [(limit: 20, loops: 4, fitted: 1), (limit: 36, loops: 4, fitted: 2), (limit: 41, loops: 4, fitted: 3),
+                      (limit: 46, loops: 4, fitted: 4), (limit: 1000, loops: 4, fitted: 4), (limit: 8, loops: 2, fitted: 1)])
+    func theLoopsLeaveRoomForADownload(limit: Int, loops: Int, fitted: Int) {
+        let open = 6, extra = 2
+        let result = ProcessLimits.fittingLoops(loops, limit: limit, open: open, extraLoops: extra)
+        #expect(result == fitted)
+        if result > 1 {
+            let used = open + ProcessLimits.minimumReservedDescriptors + ProcessLimits.descriptorsPerDownload
+                + ProcessLimits.descriptorsPerLoop * (result + extra)
+            #expect(used <= limit, "\(result) loops: \(used) descriptors")
+        }
+    }
+
     /// Under an address-space limit, the downloads get what is left after what is mapped, the
     /// reserve and a stack per loop, at 128 KiB each; with no room for one the answer is 0 or
     /// less, which ends the run as `address-space-exhausted` instead of a failed allocation.
