@@ -198,14 +198,16 @@ struct SpooledListTests {
     }
 
     /// Starts a spooled run of `list` that waits on `server` (which never answers), with `tmp` as
-    /// its `TMPDIR`.
+    /// its `TMPDIR`. Its connect timeout is a minute, as its `--max-time`: with the default 5 s, a
+    /// handshake the overloaded test process did not finish in time ended the run (exit 1) before
+    /// the test's signal came.
     /// `ignoring`: signals the run inherits ignored (every other stopping signal at its default);
     /// `errors`: the file its standard error goes to (else nowhere).
     static func startWaitingRun(route: String = "origin", list: URL, tmp: URL, server: FaultServer, ca: TestCA, ignoring: [Int32] = [],
                                 errors: URL? = nil) throws -> Process {
         let command = ChildProcess.withSignalDispositions(ignored: ignoring, ToolRunner.binary, [
             "--route", route, "--domains", list.path, "--no-store", "--quiet", "--cacert", ca.caCertPath, "--connect-to", server.connectTo,
-            "--allow-private", "--max-time", "60", "--retry-delays", "", "--app-id", Self.appID,
+            "--allow-private", "--connect-timeout", "60", "--max-time", "60", "--retry-delays", "", "--app-id", Self.appID,
         ])
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command.executable)
