@@ -59,14 +59,34 @@ enum ProcessLimits {
         return max(1, min(loops, room / descriptorsPerLoop - extraLoops))
     }
 
-    /// `loops` lowered to what the open-file limit allows (``fittingLoops(_:limit:open:extraLoops:)``);
+    /// The most curl loops (of `loops`) whose threads' stacks, beside `extraLoops` one-loop
+    /// clients', leave room for one download in an address-space limit of `limit` bytes with
+    /// `used` mapped already: at least 1 (with no room even then, the run is refused).
+    static func fittingLoops(_ loops: Int, addressLimit limit: Int, used: Int, extraLoops: Int) -> Int {
+        let stacks = (limit - used - reservedAddressSpace - addressSpacePerDownload) / AddressSpace.limitedThreadStack
+        return max(1, min(loops, stacks - extraLoops))
+    }
+
+    /// `loops` lowered to what the open-file limit (``fittingLoops(_:limit:open:extraLoops:)``)
+    /// and the address-space limit (``fittingLoops(_:addressLimit:used:extraLoops:)``) allow;
     /// says so once on standard error.
     static func loops(_ loops: Int, extraLoops: Int, console: Console) -> Int {
-        guard let limit = descriptorLimit else { return loops }
-        let fitted = fittingLoops(loops, limit: limit, open: openDescriptors ?? 16, extraLoops: extraLoops)
-        if fitted < loops {
-            note("--threads \(loops) lowered to \(fitted): the open-file limit is \(limit) (ulimit -n) and each curl loop keeps \(descriptorsPerLoop) descriptors open; raise the hard limit to run more at once",
-                 once: "loops under a descriptor limit", console: console)
+        var fitted = loops
+        if let limit = descriptorLimit {
+            fitted = fittingLoops(fitted, limit: limit, open: openDescriptors ?? 16, extraLoops: extraLoops)
+            if fitted < loops {
+                note("--threads \(loops) lowered to \(fitted): the open-file limit is \(limit) (ulimit -n) and each curl loop keeps \(descriptorsPerLoop) descriptors open; raise the hard limit to run more at once",
+                     once: "loops under a descriptor limit", console: console)
+            }
+        }
+        if let limit = AddressSpace.limit.map({ Int(clamping: $0) }), let used = addressSpaceInUse {
+            let before = fitted
+            fitted = fittingLoops(fitted, addressLimit: limit, used: used, extraLoops: extraLoops)
+            // With no room even for one loop the run is refused (``concurrency(_:loops:console:)``).
+            if fitted < before, fittingConcurrency(addressLimit: limit, used: used, loops: fitted + extraLoops) >= 1 {
+                note("--threads \(before) lowered to \(fitted): the address-space limit is \(limit >> 20) MiB (ulimit -v) and each curl loop's thread takes \(AddressSpace.limitedThreadStack >> 20) MiB of it for its stack; raise the limit to run more at once",
+                     once: "loops under an address-space limit", console: console)
+            }
         }
         return fitted
     }

@@ -595,6 +595,37 @@ struct HostileEnvironmentTests {
         #expect(outcomes == ["exhausted", "fetched"], "the limits tried must cover both a run within the limit and one refused")
     }
 
+    /// At the lowest address-space limit that one curl loop runs in, a run asked for three loops
+    /// runs too, with fewer loops and a note, and fetches every host. Before, it was refused as
+    /// `address-space-exhausted` (each loop's thread stack is 2 MiB) until the limit was 4 MiB
+    /// higher, although one loop fitted.
+    @Test(.disabled(if: TestSanitizer.active != nil, "a sanitizer's shadow memory needs more address space than any limit here"))
+    func theLoopsAreCutToFitAnAddressSpaceLimitBeforeTheRunIsRefused() async throws {
+        let (server, ca) = try await Self.server()
+        defer { server.stop() }
+        let work = try Self.folder("addressloops")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let hosts = ["w0.fault.test", "w1.fault.test", "w2.fault.test"]
+        func run(mebibytes: Int, loops: Int) throws -> ChildProcess.Output {
+            let cache = work.appendingPathComponent("cache-\(mebibytes)-\(loops)").path
+            return try Self.limitedRun("ulimit -v \(mebibytes << 10) && exec", hosts: hosts, extra: ["--threads", "\(loops)"],
+                                       cache: cache, server, ca, timeout: .seconds(60))
+        }
+        // The lowest limit one loop runs in (refusal is monotonic in the limit), in whole MiB.
+        var refused = 64, runs = 1024
+        #expect(try run(mebibytes: runs, loops: 1).status == 0)
+        while runs - refused > 1 {
+            let middle = (refused + runs) / 2
+            if try run(mebibytes: middle, loops: 1).status == 0 { runs = middle } else { refused = middle }
+        }
+        let three = try run(mebibytes: runs, loops: 3)
+        let context = "ulimit -v \(runs) MiB: exit \(three.status), \(three.standardError.prefix(600))"
+        #expect(three.status == 0, "\(context)")
+        #expect(three.standardError.contains("aasa-fetch: note: --threads 3 lowered to 1: the address-space limit is \(runs) MiB"), "\(context)")
+        let codes = (three.jsonObject?["domains"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
+        #expect(codes == ["ok", "ok", "ok"], "\(context)")
+    }
+
     /// A file-size limit (`prlimit --fsize`, `ulimit -f`) the store cannot grow past is
     /// `store-full` naming the limit (exit 2), at whatever size the store stops (before:
     /// `store-unreadable: … disk I/O error`, SQLite's error for EFBIG, which points at the file).

@@ -1,4 +1,5 @@
 @testable import AASAFetchCLI
+import CurlTransport
 import Testing
 
 /// The descriptor budget of a run: what `--concurrency` is lowered to under `ulimit -n`.
@@ -64,6 +65,18 @@ struct ProcessLimitsTests {
                 + ProcessLimits.descriptorsPerLoop * (result + extra)
             #expect(used <= limit, "\(result) loops: \(used) descriptors")
         }
+    }
+
+    /// Under an address-space limit the loops' stacks (2 MiB each, the one-loop clients' too)
+    /// are cut first, so that one download fits; never below one loop.
+    @Test func theLoopsLeaveAddressSpaceForADownload() {
+        let mebibyte = 1 << 20, used = 100 * mebibyte, extra = 2
+        let oneLoop = used + ProcessLimits.reservedAddressSpace + ProcessLimits.addressSpacePerDownload + (1 + extra) * AddressSpace.limitedThreadStack
+        #expect(ProcessLimits.fittingLoops(4, addressLimit: oneLoop, used: used, extraLoops: extra) == 1)
+        #expect(ProcessLimits.fittingConcurrency(addressLimit: oneLoop, used: used, loops: 1 + extra) == 1)
+        #expect(ProcessLimits.fittingLoops(4, addressLimit: oneLoop + 2 * mebibyte, used: used, extraLoops: extra) == 2)
+        #expect(ProcessLimits.fittingLoops(4, addressLimit: oneLoop + 20 * mebibyte, used: used, extraLoops: extra) == 4)
+        #expect(ProcessLimits.fittingLoops(4, addressLimit: oneLoop - mebibyte, used: used, extraLoops: extra) == 1, "refused later, not here")
     }
 
     /// Under an address-space limit, the downloads get what is left after what is mapped, the
