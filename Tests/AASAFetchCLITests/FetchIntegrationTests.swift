@@ -349,7 +349,10 @@ struct FetchIntegrationTests {
         var environment = ChildProcess.inheritedEnvironment.merging(["NO_COLOR": "1"]) { _, new in new }
         environment["AASA_FETCH_THREADS"] = nil  // the default is what is tested
         let tool = [ToolRunner.binary, "--domain", "applinks:slow.example.com", "--no-store", "--quiet", "--cacert", ca.caCertPath,
-                    "--connect-to", server.connectTo, "--allow-private", "--retry-delays", "", "--max-time", "60", "--app-id", Self.appID]
+                    "--connect-to", server.connectTo, "--allow-private", "--retry-delays", "", "--connect-timeout", "60", "--max-time", "60",
+                    "--app-id", Self.appID]
+        // (A minute to connect, too: the server never finishes the handshake, and the run must
+        // still be going when its threads are counted, however slowly this test runs.)
         for pinned in [true, false] {
             let before = server.requests().count
             let process = Process()
