@@ -87,13 +87,13 @@ final class MultiLoop {
     static func run(index: Int, group: LoopGroup, maxConnections: Int, maxConnectionsPerHost: Int) {
         let mailbox = group.mailboxes[index]
         guard CurlGlobal.isInitialized else {
-            failEverything(index, group, failure: startupFailure("libcurl could not be initialised (curl_global_init returned \(CurlGlobal.initResult))"))
+            closeAsNotStarted(index, group, failure: startupFailure("libcurl could not be initialised (curl_global_init returned \(CurlGlobal.initResult))"))
             group.loopExited()
             return
         }
         guard let multi = curl_multi_init() else {
             // libcurl makes its wake-up socket pair here, so a want of descriptors can fail it.
-            failEverything(index, group, failure: startupFailure("libcurl could not create a multi handle"))
+            closeAsNotStarted(index, group, failure: startupFailure("libcurl could not create a multi handle"))
             group.loopExited()
             return
         }
@@ -113,7 +113,7 @@ final class MultiLoop {
             let reason = "the curl loop could not create its epoll set: \(String(cString: strerror(error)))"
             _ = curl_multi_cleanup(multi)
             let kind: TransferFailureKind = error == EMFILE || error == ENFILE ? .descriptorsExhausted : .invalidRequest
-            failEverything(index, group, failure: TransferFailure(kind: kind, message: reason))
+            closeAsNotStarted(index, group, failure: TransferFailure(kind: kind, message: reason))
             group.loopExited()
             return
         }
@@ -130,10 +130,10 @@ final class MultiLoop {
         TransferFailure(kind: Transfer.descriptorsExhausted() ? .descriptorsExhausted : .invalidRequest, message: reason)
     }
 
-    /// A loop whose thread could not be started: fails what is given to it, as a loop that cannot
-    /// start does, and counts as exited.
+    /// A loop whose thread could not be started: closed as a loop that cannot start is (what is
+    /// given to it goes to a loop that runs, or fails with `failure`), and counted as exited.
     static func notStarted(index: Int, group: LoopGroup, failure: TransferFailure) {
-        failEverything(index, group, failure: failure)
+        closeAsNotStarted(index, group, failure: failure)
         group.loopExited()
         group.mailboxes[index].markThreadExited()
     }
@@ -141,7 +141,7 @@ final class MultiLoop {
     /// Closes the mailbox of loop `index`, which could not start, and gives what was queued on it
     /// to the loops that run (``LoopGroup/forward(_:from:)``); with none running, those transfers
     /// and the ones given to it later fail with `failure` (``Mailbox/reserve()``).
-    private static func failEverything(_ index: Int, _ group: LoopGroup, failure: TransferFailure) {
+    private static func closeAsNotStarted(_ index: Int, _ group: LoopGroup, failure: TransferFailure) {
         for waiter in group.markFailedToStart(loop: index, with: failure) {
             waiter.resume()
         }
