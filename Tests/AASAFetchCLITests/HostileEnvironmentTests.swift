@@ -270,7 +270,7 @@ struct HostileEnvironmentTests {
     /// could not start and every host was recorded `invalid-request`, and at some limits the CA
     /// file or the resolver could not be opened and every host was recorded `tls-failure` or
     /// `dns-failure` (a probe after the failure found the descriptors free again). Later, at
-    /// 16 descriptors, one run in 5 to 15 (more under load) reported a host `cancelled`, exit 1:
+    /// 16 descriptors, 2 runs in 12 (1 in 12 with the cores busy) reported a host `cancelled`, exit 1:
     /// it was handed to the loop that was just failing to start (`LoopRoutingTests`). And a
     /// higher limit never fetches less: before, with 2 loops every host was short at 19 and 20
     /// descriptors (with 3 loops, at 19, 20 and 23 to 25) while 16 to 18 fetched all, since a
