@@ -97,7 +97,7 @@ let package = Package(
         .testTarget(name: "AASAFetchCoreTests", dependencies: ["AASAFetchCore", "CurlTransport", "AASAFetchTestSupport"]),
         .testTarget(
             name: "AASAFetchCLITests",
-            dependencies: ["AASAFetchCLI", "AASAFetchCore", "AASAFetchTestSupport"]
+            dependencies: ["AASAFetchCLI", "AASAFetchCore", "AASAFetchTestSupport", "PostgresClient"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -2,6 +2,7 @@ import AASAFetchCore
 import AASAFetchTestSupport
 import Foundation
 import Glibc
+import PostgresClient
 import Testing
 
 /// `--store postgres://…` end to end: the real binary records a run in a real PostgreSQL server,
@@ -268,6 +269,59 @@ struct PostgresWorkerTests {
         #expect(held.requests() == 2 * hosts.count, "no host was fetched again: \(held.requests()) requests")
         // Recorded as of the downloads, before the server was back.
         #expect(states.allSatisfy { ($0.lastResult?.fetchedAt ?? .distantFuture) < back })
+    }
+
+    /// The connection dies in the middle of recording a batch: two hosts' results are committed,
+    /// the third's transaction is cut (twice, so the one quiet retry does not hide it). The batch
+    /// is kept and recorded again when the store answers. The two committed hosts are this
+    /// worker's own results, so they are reported as fetched, not as leases lost to another
+    /// process (before: `lease-lost … (raise --lease)` for both, and they were missing from the
+    /// batch's report).
+    @Test func aBatchCutOffWhileItIsRecordedIsReportedWhole() async throws {
+        let held = try await HeldDownloads.start("c")
+        defer { held.stop() }
+        let admin = try await PostgresConnection.connect(held.server.url)
+        // Counts the rows a lease holder records (its lease released); the 3rd and 4th end the
+        // server process that runs them, as a crash or a restart would.
+        try await admin.execute("CREATE SEQUENCE recorded_rows")
+        try await admin.execute("""
+            CREATE FUNCTION cut_the_third() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              IF nextval('recorded_rows') IN (3, 4) THEN
+                PERFORM pg_terminate_backend(pg_backend_pid());
+                PERFORM pg_sleep(5);
+              END IF;
+              RETURN NEW;
+            END $$
+            """)
+        try await admin.execute("""
+            CREATE TRIGGER cut_the_third BEFORE UPDATE ON hosts FOR EACH ROW
+            WHEN (OLD.lease_owner = 'keeper' AND NEW.lease_owner IS NULL) EXECUTE FUNCTION cut_the_third()
+            """)
+        held.releaseDownloads()
+        let begun = Date()
+        let worker = try Running(["refresh", "--worker", "--json", "--interval", "1s", "--lease", "300s", "--owner", "keeper"] + held.network,
+                                 cache: held.work)
+        var states: [HostState] = []
+        let recorded = await waitUntil(timeout: .seconds(60), interval: .milliseconds(200)) {
+            states = (try? await held.store.allHosts()) ?? []
+            return states.count == held.hosts.count && states.allSatisfy { $0.lease == nil && ($0.lastResult?.fetchedAt ?? .distantPast) > begun }
+        }
+        #expect(recorded, "\(states.map { ($0.key.host, $0.lease?.owner, $0.lastResult?.fetchedAt) })")
+        let cut = try await admin.execute("SELECT last_value FROM recorded_rows")
+        await admin.close()
+        let result = worker.terminate(timeout: .seconds(60))
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(cut.rows.first?.first == "\(held.hosts.count + 2)", "two cut attempts and one record per host: \(cut.rows)")
+        #expect(result.stderr.contains("aasa-fetch: store-unreachable: lost the connection to "), "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("6 fetched results are kept to be recorded first"), "stderr: \(result.stderr)")
+        #expect(!result.stderr.contains("lease-lost"), "stderr: \(result.stderr)")
+        let batches = Self.lines(result.stdout).filter { ($0["fetched"] as? Int ?? 0) > 0 }
+        #expect(batches.count == 1 && batches.first?["fetched"] as? Int == held.hosts.count && batches.first?["leaseLost"] as? [String] == [],
+                "\(result.stdout)")
+        let reported = (batches.first?["hosts"] as? [[String: Any]] ?? []).compactMap { $0["host"] as? String }
+        #expect(reported.sorted() == held.hosts.sorted(), "\(reported)")
+        #expect(held.requests() == 2 * held.hosts.count, "no host was fetched again: \(held.requests()) requests")
     }
 
     /// A single `refresh` whose downloads end while PostgreSQL restarts records them once the

@@ -68,6 +68,7 @@ enum StoreContract {
         ("leases are exclusive and are taken over after expiry", leasesExpire),
         ("recording releases the lease; release frees abandoned hosts", recordReleases),
         ("a lapsed lease taken over is not recorded over the newer result", lostLease),
+        ("a download recorded again is recorded once and is not a lost lease", recordedAgain),
         ("forget removes host, entries and history", forget),
         ("registering again keeps state; nextDue", registerAgain),
         ("odd text and binary bodies round-trip", oddValues),
@@ -190,6 +191,43 @@ enum StoreContract {
         #expect(try await store.record(late, owner: nil) == .recorded)
         #expect(try await store.record(try update(RefreshPolicyTests.failure("timeout"), host: "gone.example", previous: nil, now: t0),
                                        owner: nil) == .hostMissing)
+    }
+
+    /// A batch recorded again after its first answer was lost (an outage in the middle of the
+    /// batch, a COMMIT whose reply never came): what landed is reported as recorded, once, and
+    /// a newer result of another process is still told apart by its fetch time.
+    static func recordedAgain(_ fixture: ContractStore) async throws {
+        let store = fixture.store
+        try await register(store, [("example.com", 0), ("example.net", 0)])
+        let claim = try await store.claimDue(now: t0, limit: 10, leaseSeconds: 60, owner: "me")
+        let previous = Dictionary(uniqueKeysWithValues: claim.hosts.map { ($0.key.host, $0) })
+        // Fetched at a time with microseconds, as real ones are.
+        let updates = try ["example.com", "example.net"].map { host in
+            try update(RefreshPolicyTests.approved(RefreshPolicyTests.good), host: host, previous: previous[host],
+                       now: t0.addingTimeInterval(1.234567))
+        }
+        #expect(updates.allSatisfy { !$0.events.isEmpty && $0.approvedBody != nil }, "each update writes history and a version")
+        #expect(try await store.recordAll([updates[0]], owner: "me") == [.recorded])
+        // The whole batch again: the first host's record landed, the second's did not.
+        #expect(try await store.recordAll(updates, owner: "me") == [.recorded, .recorded])
+        #expect(try await store.recordAll(updates, owner: "me") == [.recorded, .recorded])
+        for host in ["example.com", "example.net"] {
+            #expect(try await store.history(of: key(host), limit: 10).map(\.kind) == [.approved], "\(host): one event")
+            #expect(try await store.versions(of: key(host), bodies: false).count == 1, "\(host): one version")
+            let state = try #require(try await store.states(of: [key(host)])[key(host)])
+            let fetched = try #require(state.lastResult?.fetchedAt)
+            #expect(state.lease == nil && abs(fetched.timeIntervalSince(updates[0].result.fetchedAt)) < 0.001, "\(host): \(fetched)")
+        }
+
+        // Another process fetched example.com later and recorded that: the old download is lost.
+        try await fixture.setNextCheck(t0, "example.com")
+        let taker = try await fixture.reopen()
+        let taken = try await taker.claimDue(now: t0.addingTimeInterval(10), limit: 10, leaseSeconds: 60, owner: "other")
+        #expect(taken.hosts.map(\.key.host) == ["example.com"])
+        let newer = try update(RefreshPolicyTests.failure("timeout"), previous: taken.hosts.first, now: t0.addingTimeInterval(11))
+        #expect(try await taker.record(newer, owner: "other") == .recorded)
+        #expect(try await store.recordAll([updates[0]], owner: "me") == [.leaseLost(owner: nil)], "the newer result stands")
+        #expect(try await store.states(of: [key("example.com")])[key("example.com")]?.lastResult?.code == "timeout")
     }
 
     static func forget(_ fixture: ContractStore) async throws {

@@ -322,10 +322,17 @@ public struct PostgresAssociationStore: AssociationStore {
         let version = update.approvedBody.map { (body: $0, digest: SHA256.hex($0)) }
         let versionValidators = update.validators
         let fetchedAt = result.fetchedAt
+        let fetchedTime = Self.time(fetchedAt)
         return try await transaction { tx -> RecordResult in
             guard try tx.execute(sql, values).affected > 0 else {
-                let current = try tx.execute("SELECT lease_owner FROM hosts WHERE host = $1 AND route = $2", [key.host, key.route.rawValue])
+                let current = try tx.execute(
+                    "SELECT lease_owner, fetched_at = to_timestamp($3::float8) FROM hosts WHERE host = $1 AND route = $2",
+                    [key.host, key.route.rawValue, fetchedTime])
                 guard let row = current.rows.first else { return .hostMissing }
+                // This very download is the stored one: an earlier call recorded it, and only its
+                // answer was lost (a COMMIT whose reply never came, a batch recorded again after
+                // an outage), so it is not another process's result.
+                if row.count > 1, row[1] == "t" { return .recorded }
                 return .leaseLost(owner: row.first ?? nil)
             }
             try Self.insert(events, tx)

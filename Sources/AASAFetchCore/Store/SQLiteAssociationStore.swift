@@ -398,9 +398,13 @@ public struct SQLiteAssociationStore: AssociationStore {
         let variant = recordVariant(approved: update.approvedBody != nil, validators: update.validators != nil, leased: owner != nil)
         try db.cachedStatement(sql: recordSQL[variant]).execute(arguments: arguments)
         guard db.changesCount > 0 else {
-            let current = try Row.fetchOne(db.cachedStatement(sql: "SELECT lease_owner FROM hosts WHERE host = ? AND route = ?"),
-                                           arguments: [update.key.host, update.key.route.rawValue])
+            let current = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT lease_owner, fetched_at = ? AS same FROM hosts WHERE host = ? AND route = ?"),
+                arguments: [result.fetchedAt.timeIntervalSince1970, update.key.host, update.key.route.rawValue])
             guard let current else { return .hostMissing }  // forgotten meanwhile
+            // This very download is the stored one: an earlier call recorded it (see RecordResult.recorded).
+            let same: Bool? = current["same"]
+            if same == true { return .recorded }
             return .leaseLost(owner: current["lease_owner"])
         }
         try Self.insert(update.events, db)

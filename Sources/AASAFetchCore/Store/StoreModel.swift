@@ -391,7 +391,10 @@ public struct DueClaim: Sendable {
 
 /// What ``AssociationStore/record(_:owner:)`` did with a download.
 public enum RecordResult: Sendable, Hashable {
-    /// Recorded (and the caller's lease released).
+    /// Recorded (and the caller's lease released). Also the answer when this same download
+    /// (same host, route and fetch time) is already the stored result: an earlier call recorded
+    /// it and only its answer was lost (a `COMMIT` whose reply never came, or a batch recorded
+    /// again after an outage in the middle of recording it). Nothing is written twice.
     case recorded
     /// Not recorded: the caller's lease lapsed and another process took the host over (`owner`,
     /// `nil` when that process already recorded it and released the lease). Its result stands.
