@@ -268,17 +268,12 @@ extension AASAFetchCommand {
         /// `lines`: one compact JSON line per report; `worker`: no note on hosts leased elsewhere
         /// (sharing them is what workers do).
         private static func render(_ report: RefreshReport, json: Bool, quiet: Bool, lines: Bool, worker: Bool, console: Console) {
-            if !quiet && !report.leaseLost.isEmpty {
-                let hosts = report.leaseLost.map(\.description).joined(separator: ", ")
-                console.diagnostic("lease-lost", "\(Plural.count(report.leaseLost.count, "host was", "hosts were")) taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
-            }
+            if !quiet { warnLeaseLost(report, console: console) }
             if !quiet && report.leasedElsewhere > 0 && !worker {
                 let owners = report.otherOwners.joined(separator: ", ")
                 console.err("aasa-fetch refresh: \(Plural.count(report.leasedElsewhere, "due host is", "due hosts are")) being refreshed by another process (\(owners)); left to it")
             }
-            if !quiet && report.abandoned > 0 {
-                console.err("aasa-fetch refresh: stopped; \(Plural.count(report.abandoned, "host", "hosts")) in flight \(report.abandoned == 1 ? "was" : "were") abandoned and released")
-            }
+            if !quiet { noteAbandoned(report, console: console) }
             if json {
                 if lines { try? console.jsonLine(report) } else { try? console.json(report) }
                 return
@@ -298,6 +293,20 @@ extension AASAFetchCommand {
 }
 
 extension AASAFetchCommand.Refresh {
+    /// The `lease-lost` warning on standard error: hosts whose results were not recorded because
+    /// another process took them over (every human and JSON report of a pass says it the same way).
+    static func warnLeaseLost(_ report: RefreshReport, console: Console) {
+        guard !report.leaseLost.isEmpty else { return }
+        let hosts = report.leaseLost.map(\.description).joined(separator: ", ")
+        console.diagnostic("lease-lost", "\(Plural.count(report.leaseLost.count, "host was", "hosts were")) taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
+    }
+
+    /// The note of a stopped pass on the hosts it abandoned in flight (their leases released).
+    static func noteAbandoned(_ report: RefreshReport, console: Console) {
+        guard report.abandoned > 0 else { return }
+        console.err("aasa-fetch refresh: stopped; \(Plural.count(report.abandoned, "host", "hosts")) in flight \(report.abandoned == 1 ? "was" : "were") abandoned and released")
+    }
+
     /// The line naming the hosts a pass removed after their grace period.
     static func prunedLine(_ pruned: PruneReport) -> String {
         let shown = pruned.hosts.prefix(20).map(\.description).joined(separator: ", ")

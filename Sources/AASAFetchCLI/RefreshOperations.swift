@@ -84,17 +84,12 @@ extension AASAFetchCommand.Refresh {
     /// The human output of a forced check: always a summary and one line per host fetched (it was
     /// asked for now), then the changes as a due pass prints them.
     func renderForced(_ report: RefreshReport, console: Console) {
-        if !quiet && !report.leaseLost.isEmpty {
-            let hosts = report.leaseLost.map(\.description).joined(separator: ", ")
-            console.diagnostic("lease-lost", "\(Plural.count(report.leaseLost.count, "host was", "hosts were")) taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
-        }
+        if !quiet { Self.warnLeaseLost(report, console: console) }
         if !quiet && report.leasedElsewhere > 0 {
             let owners = report.otherOwners.joined(separator: ", ")
             console.err("aasa-fetch refresh: \(Plural.count(report.leasedElsewhere, "host is", "hosts are")) being refreshed by another process (\(owners)) right now; left to it")
         }
-        if !quiet && report.abandoned > 0 {
-            console.err("aasa-fetch refresh: stopped; \(Plural.count(report.abandoned, "host", "hosts")) in flight \(report.abandoned == 1 ? "was" : "were") abandoned and released")
-        }
+        if !quiet { Self.noteAbandoned(report, console: console) }
         if json {
             try? console.json(report)
             return

@@ -324,6 +324,50 @@ struct PostgresWorkerTests {
         #expect(held.requests() == 2 * held.hosts.count, "no host was fetched again: \(held.requests()) requests")
     }
 
+    /// A pass whose lease lapsed while its downloads were held, and whose hosts another process
+    /// took over meanwhile, does not record over them and says so (`lease-lost`, on standard
+    /// error, and `leaseLost` in the report).
+    @Test func aRefreshWhoseLeaseLapsedLeavesTheHostsToTheirNewOwner() async throws {
+        let held = try await HeldDownloads.start("l")
+        defer { held.stop() }
+        let refresh = try Running(["refresh", "--json", "--lease", "2s"] + held.network, cache: held.work)
+        let reached = await waitUntil(timeout: .seconds(30)) { held.requests() == 2 * held.hosts.count }
+        #expect(reached, "the refresh's requests reached the server: \(held.requests())")
+        try await Task.sleep(for: .seconds(3))  // its leases lapse
+        let taken = try await held.store.claimDue(now: Date(), limit: 100, leaseSeconds: 600, owner: "newer")
+        #expect(taken.hosts.count == held.hosts.count)
+        held.releaseDownloads()
+        let result = refresh.finish(timeout: .seconds(60))
+        #expect(result.status == 0, "the newer results stand; nothing is broken: \(result.stderr)")
+        #expect(result.stderr.contains("aasa-fetch: lease-lost: 6 hosts were taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): "),
+                "stderr: \(result.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        #expect((report?["leaseLost"] as? [String])?.sorted() == held.hosts.sorted(), "\(result.stdout)")
+        #expect(report?["fetched"] as? Int == 0, "\(result.stdout)")
+        let states = try await held.store.allHosts()
+        #expect(states.count == held.hosts.count && states.allSatisfy { $0.lease?.owner == "newer" }, "\(states.map { ($0.key.host, $0.lease?.owner) })")
+    }
+
+    /// A single `refresh` stopped while its downloads are in flight releases their leases at
+    /// once, records nothing for them, and says how many it abandoned.
+    @Test func aStoppedRefreshReleasesWhatItHadInFlight() async throws {
+        let held = try await HeldDownloads.start("s")
+        defer { held.stop() }
+        let before = try await held.store.allHosts()
+        let refresh = try Running(["refresh", "--json", "--lease", "300s"] + held.network, cache: held.work)
+        let reached = await waitUntil(timeout: .seconds(30)) { held.requests() == 2 * held.hosts.count }
+        #expect(reached, "the refresh's requests reached the server: \(held.requests())")
+        let result = refresh.terminate(timeout: .seconds(60))
+        #expect(result.status == 0, "stopped by a signal: \(result.stderr)")
+        #expect(result.stderr.contains("aasa-fetch refresh: stopped; 6 hosts in flight were abandoned and released"), "stderr: \(result.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        #expect(report?["abandoned"] as? Int == held.hosts.count && report?["stopped"] as? Bool == true, "\(result.stdout)")
+        let states = try await held.store.allHosts()
+        let recordedAt = Dictionary(uniqueKeysWithValues: before.map { ($0.key.host, $0.lastResult?.fetchedAt) })
+        #expect(states.allSatisfy { $0.lease == nil && $0.lastResult?.fetchedAt == recordedAt[$0.key.host] ?? nil },
+                "\(states.map { ($0.key.host, $0.lease?.owner, $0.lastResult?.fetchedAt) })")
+    }
+
     /// A single `refresh` whose downloads end while PostgreSQL restarts records them once the
     /// server is back (it asks again after 2, 4 and 8 s): exit 0, every host recorded, none fetched
     /// twice. Before, it exited 2 and the hosts stayed leased until the lease lapsed.
