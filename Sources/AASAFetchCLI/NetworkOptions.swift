@@ -87,7 +87,7 @@ struct NetworkOptions: ParsableArguments {
 
     /// The options for the fetcher.
     /// - Throws: `address-space-exhausted` when an address-space limit leaves no room for one
-    ///   download (``ProcessLimits/concurrency(_:loops:console:)``).
+    ///   download (``ProcessLimits/concurrency(_:loops:usage:console:)``).
     func fetchOptions() throws(CommandFailure) -> FetchOptions {
         var options = FetchOptions()
         options.userAgent = userAgent
@@ -104,8 +104,9 @@ struct NetworkOptions: ParsableArguments {
         // client and its webhook client).
         let loops = min(Self.maxThreads, threads ?? CurlClient.defaultThreads)
         // No more loops than leave room for a download (each loop keeps descriptors open).
-        let loopsFitting = ProcessLimits.loops(loops, extraLoops: 2, console: .standard)
-        let fitting = try ProcessLimits.concurrency(concurrency, loops: loopsFitting + 2, console: .standard)
+        let usage = ProcessLimits.Usage.now()
+        let loopsFitting = ProcessLimits.loops(loops, extraLoops: 2, usage: usage, console: .standard)
+        let fitting = try ProcessLimits.concurrency(concurrency, loops: loopsFitting + 2, usage: usage, console: .standard)
         // Then no more threads than a limit on them allows (a container's pids limit).
         let fitted = try ProcessLimits.fitThreads(concurrency: fitting, loops: loopsFitting, extraLoops: 2, console: .standard)
         options.concurrency = fitted.concurrency

@@ -67,22 +67,38 @@ enum ProcessLimits {
         return max(1, min(loops, stacks - extraLoops))
     }
 
+    /// What a run's limits are weighed against, measured once before a run (listing
+    /// `/proc/self/fd`, reading `/proc/self/status`) and shared by ``loops(_:extraLoops:usage:console:)``
+    /// and ``concurrency(_:loops:usage:console:)``.
+    struct Usage {
+        /// Descriptors open (16 when unknown); `nil` without an open-file limit.
+        var openDescriptors: Int?
+        /// Address space mapped, in bytes; `nil` without an address-space limit or when unknown.
+        var addressSpaceInUse: Int?
+
+        /// Measures what the limits in force need: nothing without them.
+        static func now() -> Usage {
+            Usage(openDescriptors: descriptorLimit == nil ? nil : (ProcessLimits.openDescriptors ?? 16),
+                  addressSpaceInUse: AddressSpace.limit == nil ? nil : ProcessLimits.addressSpaceInUse)
+        }
+    }
+
     /// `loops` lowered to what the open-file limit (``fittingLoops(_:limit:open:extraLoops:)``)
     /// and the address-space limit (``fittingLoops(_:addressLimit:used:extraLoops:)``) allow;
     /// says so once on standard error.
-    static func loops(_ loops: Int, extraLoops: Int, console: Console) -> Int {
+    static func loops(_ loops: Int, extraLoops: Int, usage: Usage, console: Console) -> Int {
         var fitted = loops
-        if let limit = descriptorLimit {
-            fitted = fittingLoops(fitted, limit: limit, open: openDescriptors ?? 16, extraLoops: extraLoops)
+        if let limit = descriptorLimit, let open = usage.openDescriptors {
+            fitted = fittingLoops(fitted, limit: limit, open: open, extraLoops: extraLoops)
             if fitted < loops {
                 note("--threads \(loops) lowered to \(fitted): the open-file limit is \(limit) (ulimit -n) and each curl loop keeps \(descriptorsPerLoop) descriptors open; raise the hard limit to run more at once",
                      once: "loops under a descriptor limit", console: console)
             }
         }
-        if let limit = AddressSpace.limit.map({ Int(clamping: $0) }), let used = addressSpaceInUse {
+        if let limit = AddressSpace.limit.map({ Int(clamping: $0) }), let used = usage.addressSpaceInUse {
             let before = fitted
             fitted = fittingLoops(fitted, addressLimit: limit, used: used, extraLoops: extraLoops)
-            // With no room even for one loop the run is refused (``concurrency(_:loops:console:)``).
+            // With no room even for one loop the run is refused (``concurrency(_:loops:usage:console:)``).
             if fitted < before, fittingConcurrency(addressLimit: limit, used: used, loops: fitted + extraLoops) >= 1 {
                 note("--threads \(before) lowered to \(fitted): the address-space limit is \(limit >> 20) MiB (ulimit -v) and each curl loop's thread takes \(AddressSpace.limitedThreadStack >> 20) MiB of it for its stack; raise the limit to run more at once",
                      once: "loops under an address-space limit", console: console)
@@ -278,17 +294,17 @@ enum ProcessLimits {
     /// `loops` curl loops; says so once on standard error.
     /// - Throws: `address-space-exhausted` when the address-space limit leaves no room for one
     ///   download (a run would end in a failed allocation, which a Swift program cannot survive).
-    static func concurrency(_ requested: Int, loops: Int, console: Console) throws(CommandFailure) -> Int {
+    static func concurrency(_ requested: Int, loops: Int, usage: Usage, console: Console) throws(CommandFailure) -> Int {
         var result = requested
         var reason: String?
-        if let limit = descriptorLimit {
-            let fitting = fittingConcurrency(limit: limit, open: openDescriptors ?? 16, loops: loops)
+        if let limit = descriptorLimit, let open = usage.openDescriptors {
+            let fitting = fittingConcurrency(limit: limit, open: open, loops: loops)
             if fitting < result {
                 result = fitting
                 reason = "the open-file limit is \(limit) (ulimit -n) and each download needs up to \(descriptorsPerDownload) descriptors; raise the hard limit to run more at once"
             }
         }
-        if let limit = AddressSpace.limit.map({ Int(clamping: $0) }), let used = addressSpaceInUse {
+        if let limit = AddressSpace.limit.map({ Int(clamping: $0) }), let used = usage.addressSpaceInUse {
             let fitting = fittingConcurrency(addressLimit: limit, used: used, loops: loops)
             guard fitting >= 1 else {
                 let needed = used + reservedAddressSpace + max(1, loops) * AddressSpace.limitedThreadStack + addressSpacePerDownload
