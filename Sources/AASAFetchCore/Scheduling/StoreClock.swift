@@ -8,7 +8,8 @@ import Synchronization
 /// machine's results then dropped as lost leases), and one whose clock runs behind would hold
 /// hosts too long. So with a store that has a server, the clock follows the server's:
 /// this machine's time plus an offset, measured as the server's time against the midpoint of the
-/// round trip that asked for it, and measured again every ``resyncInterval``. A SQLite store has
+/// round trip that asked for it (asked twice when the first took long: see ``slowRoundTrip``),
+/// and measured again every ``resyncInterval``. A SQLite store has
 /// no server: the offset stays 0. A fixed time (`--now`) wins over both.
 public final class StoreClock: Sendable {
     /// How long a measured offset is used before it is measured again.
@@ -44,15 +45,44 @@ public final class StoreClock: Sendable {
         guard fixed == nil else { return nil }
         let due = state.withLock { $0.measured.map { $0.duration(to: .now) >= Self.resyncInterval } ?? true }
         guard due else { return nil }
-        let before = Date()
-        guard let server = try await store.serverTime() else {
+        guard let offset = try await Self.measure(now: { Date() }, ask: { try await store.serverTime() }) else {
             state.withLock { $0 = (0, .now) }
             return nil
         }
-        let after = Date()
-        let offset = Self.offset(server: server, sent: before, received: after)
         state.withLock { $0 = (offset, .now) }
         return offset
+    }
+
+    /// A round trip this long may hold more than the question: the connection made again after
+    /// an outage, a busy server. Its midpoint can then be off by half of it, so it is asked again.
+    static let slowRoundTrip: TimeInterval = 0.25
+
+    /// The offset from the faster of at most two round trips: a second is asked only when the
+    /// first was slower than ``slowRoundTrip`` (`nil` when there is no server).
+    ///
+    /// - Parameters:
+    ///   - now: this machine's time.
+    ///   - ask: the server's time (``AssociationStore/serverTime()``); the first call's error is thrown,
+    ///     a second call's leaves the first measure.
+    static func measure(now: () -> Date, ask: () async throws -> Date?) async throws -> TimeInterval? {
+        var best: (offset: TimeInterval, roundTrip: TimeInterval)?
+        for attempt in 0..<2 {
+            let sent = now()
+            let answer: Date?
+            if attempt == 0 {
+                answer = try await ask()
+            } else {
+                answer = try? await ask()
+            }
+            guard let server = answer else { break }
+            let received = now()
+            let roundTrip = received.timeIntervalSince(sent)
+            if best.map({ roundTrip < $0.roundTrip }) ?? true {
+                best = (offset(server: server, sent: sent, received: received), roundTrip)
+            }
+            if roundTrip < slowRoundTrip { break }
+        }
+        return best?.offset
     }
 
     /// The server's time against the midpoint of the round trip.
