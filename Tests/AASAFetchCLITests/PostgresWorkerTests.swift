@@ -96,6 +96,15 @@ struct PostgresWorkerTests {
             return HeldDownloads(server: server, work: work, fault: fault, hosts: hosts, network: network, store: store, release: release)
         }
 
+        /// Starts aasa-fetch with `arguments` (and the store's network options) and waits until its
+        /// request for every host is held by the server.
+        func start(_ arguments: [String]) async throws -> Running {
+            let running = try Running(arguments + network, cache: work)
+            let reached = await waitUntil(timeout: .seconds(30)) { requests() == 2 * hosts.count }
+            #expect(reached, "the run's requests reached the server: \(requests())")
+            return running
+        }
+
         /// Requests the fault server received, the recording run's included.
         func requests() -> Int { fault.requests().filter { $0.event == "request" }.count }
 
@@ -226,13 +235,10 @@ struct PostgresWorkerTests {
     func aBatchFetchedWhileTheStoreIsDownIsRecordedWhenItIsBack(restart: Bool) async throws {
         let held = try await HeldDownloads.start("d")
         defer { held.stop() }
-        let (server, store, hosts, network, work) = (held.server, held.store, held.hosts, held.network, held.work)
+        let (server, store, hosts) = (held.server, held.store, held.hosts)
 
         // The worker leases the batch; its downloads are held by the server while PostgreSQL dies.
-        let worker = try Running(["refresh", "--worker", "--json", "--interval", "1s", "--lease", "300s", "--owner", "keeper"] + network,
-                                 cache: work)
-        let reached = await waitUntil(timeout: .seconds(30)) { held.requests() == 2 * hosts.count }
-        #expect(reached, "the worker's requests reached the server: \(held.requests())")
+        let worker = try await held.start(["refresh", "--worker", "--json", "--interval", "1s", "--lease", "300s", "--owner", "keeper"])
         server.kill()
         let killed = Date()
         held.releaseDownloads()
@@ -330,9 +336,7 @@ struct PostgresWorkerTests {
     @Test func aRefreshWhoseLeaseLapsedLeavesTheHostsToTheirNewOwner() async throws {
         let held = try await HeldDownloads.start("l")
         defer { held.stop() }
-        let refresh = try Running(["refresh", "--json", "--lease", "2s"] + held.network, cache: held.work)
-        let reached = await waitUntil(timeout: .seconds(30)) { held.requests() == 2 * held.hosts.count }
-        #expect(reached, "the refresh's requests reached the server: \(held.requests())")
+        let refresh = try await held.start(["refresh", "--json", "--lease", "2s"])
         try await Task.sleep(for: .seconds(3))  // its leases lapse
         let taken = try await held.store.claimDue(now: Date(), limit: 100, leaseSeconds: 600, owner: "newer")
         #expect(taken.hosts.count == held.hosts.count)
@@ -354,9 +358,7 @@ struct PostgresWorkerTests {
         let held = try await HeldDownloads.start("s")
         defer { held.stop() }
         let before = try await held.store.allHosts()
-        let refresh = try Running(["refresh", "--json", "--lease", "300s"] + held.network, cache: held.work)
-        let reached = await waitUntil(timeout: .seconds(30)) { held.requests() == 2 * held.hosts.count }
-        #expect(reached, "the refresh's requests reached the server: \(held.requests())")
+        let refresh = try await held.start(["refresh", "--json", "--lease", "300s"])
         let result = refresh.terminate(timeout: .seconds(60))
         #expect(result.status == 0, "stopped by a signal: \(result.stderr)")
         #expect(result.stderr.contains("aasa-fetch refresh: stopped; 6 hosts in flight were abandoned and released"), "stderr: \(result.stderr)")
@@ -374,9 +376,7 @@ struct PostgresWorkerTests {
     @Test func aRefreshRecordsItsBatchAfterAShortRestart() async throws {
         let held = try await HeldDownloads.start("r")
         defer { held.stop() }
-        let refresh = try Running(["refresh", "--json", "--lease", "300s"] + held.network, cache: held.work)
-        let reached = await waitUntil(timeout: .seconds(30)) { held.requests() == 2 * held.hosts.count }
-        #expect(reached, "the refresh's requests reached the server: \(held.requests())")
+        let refresh = try await held.start(["refresh", "--json", "--lease", "300s"])
         held.server.kill()
         let killed = Date()
         held.releaseDownloads()
