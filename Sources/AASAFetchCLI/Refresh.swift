@@ -358,9 +358,8 @@ struct ChangeRenderer {
 /// The stopping signals (``StoppingSignals``) fire a ``StopSignal`` instead of killing the process.
 extension AASAFetchCommand.Refresh {
     /// Store failures a `--watch` job waits out (the next pass runs as planned) instead of ending:
-    /// a PostgreSQL server restarting or out of reach, a store locked by another process for longer
-    /// than the wait for it.
-    static let passingStoreCodes: Set<String> = ["store-unreachable", "store-locked"]
+    /// the ones a pass's batch and a worker wait out too (``RefreshJob/transientStoreCodes``).
+    static let passingStoreCodes = RefreshJob.transientStoreCodes
 
     /// "15 min", "90 s": a pause for people.
     static func spoken(_ seconds: TimeInterval) -> String {

@@ -45,20 +45,21 @@ struct PostgresWorkerTests {
         deinit { close(descriptor) }
     }
 
-    /// A PostgreSQL store whose hosts were recorded once and are due again, behind a fault server
-    /// that holds every later request until ``releaseDownloads()``.
+    /// A store whose hosts were recorded once and are due again, behind a fault server that holds
+    /// every later request until ``releaseDownloads()``: PostgreSQL, or with `sqlite` the SQLite
+    /// file `aasa-fetch.sqlite` in ``work`` (then ``server`` is `nil`).
     struct HeldDownloads {
-        let server: PostgresServer
+        let server: PostgresServer!
         let work: URL
         let fault: FaultServer
         let hosts: [String]
         let network: [String]
-        let store: PostgresAssociationStore
+        let store: any AssociationStore
         let release: String
 
-        /// Starts both servers and records the hosts; stops what it started when a step fails.
-        static func start(_ name: String) async throws -> HeldDownloads {
-            let server = try await PostgresServer.start()
+        /// Starts the servers and records the hosts; stops what it started when a step fails.
+        static func start(_ name: String, sqlite: Bool = false) async throws -> HeldDownloads {
+            let server = sqlite ? nil : try await PostgresServer.start()
             let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-pg-\(name)-\(UUID().uuidString)")
             let release = work.appendingPathComponent("release").path
             var fault: FaultServer?
@@ -72,27 +73,35 @@ struct PostgresWorkerTests {
                 return try await record(name, server: server, work: work, fault: started, ca: ca, release: release)
             } catch {
                 fault?.stop()
-                server.stop()
+                server?.stop()
                 try? FileManager.default.removeItem(at: work)
                 throw error
             }
         }
 
         private static func record(
-            _ name: String, server: PostgresServer, work: URL, fault: FaultServer, ca: TestCA, release: String
+            _ name: String, server: PostgresServer?, work: URL, fault: FaultServer, ca: TestCA, release: String
         ) async throws -> HeldDownloads {
             let hosts = (0..<6).map { "\(name)\($0).fault.test" }
             let list = work.appendingPathComponent("list.txt")
             try Data(hosts.joined(separator: "\n").utf8).write(to: list)
             let network = ["--cacert", ca.caCertPath, "--connect-to", fault.connectTo, "--allow-private", "--retry-delays", "",
-                           "--connect-timeout", "5", "--max-time", "120", "--store", server.url]
+                           "--connect-timeout", "5", "--max-time", "120"] + (server.map { ["--store", $0.url] } ?? ["--cache", work.path])
             // Recorded once, with the server answering at once; then every host is due.
             _ = FileManager.default.createFile(atPath: release, contents: nil)
             let recorded = try ToolRunner.run(["--domains", list.path, "--app-id", StoreIntegrationTests.appID, "--quiet"] + network)
             guard recorded.status == 0 else { throw TestSupportError("the recording run failed: \(recorded.stderr)") }
             try FileManager.default.removeItem(atPath: release)
-            let store = try await PostgresAssociationStore.connect(url: server.url)
-            try await store.setNextCheck(Date().addingTimeInterval(-1))
+            let store: any AssociationStore
+            if let server {
+                let postgres = try await PostgresAssociationStore.connect(url: server.url)
+                try await postgres.setNextCheck(Date().addingTimeInterval(-1))
+                store = postgres
+            } else {
+                let file = try SQLiteAssociationStore(path: work.appendingPathComponent(SQLiteAssociationStore.fileName).path, create: false)
+                try await file.setNextCheck(Date().addingTimeInterval(-1))
+                store = file
+            }
             return HeldDownloads(server: server, work: work, fault: fault, hosts: hosts, network: network, store: store, release: release)
         }
 
@@ -113,7 +122,7 @@ struct PostgresWorkerTests {
 
         func stop() {
             fault.stop()
-            server.stop()
+            server?.stop()
             try? FileManager.default.removeItem(at: work)
         }
     }
@@ -235,7 +244,7 @@ struct PostgresWorkerTests {
     func aBatchFetchedWhileTheStoreIsDownIsRecordedWhenItIsBack(restart: Bool) async throws {
         let held = try await HeldDownloads.start("d")
         defer { held.stop() }
-        let (server, store, hosts) = (held.server, held.store, held.hosts)
+        let (server, store, hosts): (PostgresServer, any AssociationStore, [String]) = (held.server, held.store, held.hosts)
 
         // The worker leases the batch; its downloads are held by the server while PostgreSQL dies.
         let worker = try await held.start(["refresh", "--worker", "--json", "--interval", "1s", "--lease", "300s", "--owner", "keeper"])
@@ -368,6 +377,43 @@ struct PostgresWorkerTests {
         let recordedAt = Dictionary(uniqueKeysWithValues: before.map { ($0.key.host, $0.lastResult?.fetchedAt) })
         #expect(states.allSatisfy { $0.lease == nil && $0.lastResult?.fetchedAt == recordedAt[$0.key.host] ?? nil },
                 "\(states.map { ($0.key.host, $0.lease?.owner, $0.lastResult?.fetchedAt) })")
+    }
+
+    /// A SQLite store held locked by another process past the wait for it (10 s) when a pass's
+    /// downloads end: the pass asks again after 2, 4 and 8 s, as for a PostgreSQL server that is
+    /// away, and records its batch once the lock is gone. Before, it exited 2 (`store-locked`),
+    /// and the hosts stayed leased until their leases lapsed.
+    @Test func aRefreshWaitsOutASQLiteStoreLockedByAnotherProcess() async throws {
+        let held = try await HeldDownloads.start("k", sqlite: true)
+        defer { held.stop() }
+        let refresh = try await held.start(["refresh", "--json", "--lease", "300s"])
+        // Another process takes the store's write lock and keeps it for 13 s.
+        let file = held.work.appendingPathComponent(SQLiteAssociationStore.fileName).path
+        let marker = held.work.appendingPathComponent("locked").path
+        let locker = Process()
+        locker.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        locker.arguments = ["python3", "-c", """
+            import sqlite3, sys, time
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute("BEGIN IMMEDIATE")
+            open(sys.argv[2], "w").close()
+            time.sleep(13)
+            c.execute("ROLLBACK")
+            """, file, marker]
+        try locker.run()
+        defer { if locker.isRunning { locker.terminate() } }
+        let locked = await waitUntil(timeout: .seconds(30)) { FileManager.default.fileExists(atPath: marker) }
+        #expect(locked, "the lock holder started")
+        held.releaseDownloads()
+        let result = refresh.finish(timeout: .seconds(90))
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        #expect(report?["fetched"] as? Int == held.hosts.count, "\(result.stdout)")
+        #expect(!locker.isRunning, "recorded only once the lock was gone")
+        let states = try await held.store.allHosts()
+        #expect(states.count == held.hosts.count && states.allSatisfy { $0.lease == nil && $0.isApproved },
+                "\(states.map { ($0.key.host, $0.lease?.owner, $0.lastResult?.fetchedAt) })")
+        #expect(held.requests() == 2 * held.hosts.count, "no host was fetched again: \(held.requests()) requests")
     }
 
     /// A single `refresh` whose downloads end while PostgreSQL restarts records them once the

@@ -365,7 +365,8 @@ public struct RefreshJob: Sendable {
 
     /// Fetches and records the hosts of a claim (leased to this job), releasing what it did not
     /// record; the report covers them (`nextDue` is not filled). A store that cannot be reached
-    /// when the downloads end (a database server restarting) is asked again after 2, 4 and 8 s
+    /// when the downloads end (a database server restarting, a SQLite file another process holds
+    /// locked: ``transientStoreCodes``) is asked again after 2, 4 and 8 s
     /// before the batch is given up (``recordRetryDelays``): the downloads are not lost to a
     /// short outage. A stop ends the waiting.
     func fetchAndRecord(
@@ -377,7 +378,7 @@ public struct RefreshJob: Sendable {
         while true {
             do {
                 return try await record(batch)
-            } catch let error as StoreError where error.code == "store-unreachable" {
+            } catch let error as StoreError where Self.transientStoreCodes.contains(error.code) {
                 guard let delay = delays.popFirst(), !stop.isStopped, !(await stop.sleep(for: delay)) else { throw error }
             }
         }
@@ -385,6 +386,12 @@ public struct RefreshJob: Sendable {
 
     /// The waits before recording a fetched batch again when the store could not be reached.
     static let recordRetryDelays: [Duration] = [.seconds(2), .seconds(4), .seconds(8)]
+
+    /// Store failures that pass: a PostgreSQL server restarting or out of reach
+    /// (`store-unreachable`), a store held locked by another process for longer than the wait for
+    /// it (`store-locked`, a SQLite file's writer). A fetched batch is kept and recorded again,
+    /// a worker retries, and a `--watch` job runs its next pass; any other store error ends the job.
+    public static let transientStoreCodes: Set<String> = ["store-unreachable", "store-locked"]
 
     /// A claim's downloads, done and not yet recorded.
     struct FetchedBatch: Sendable {
@@ -460,9 +467,9 @@ public struct RefreshJob: Sendable {
         case batch(RefreshReport)
         /// Nothing was due for this worker; it sleeps until `until` (or a stop).
         case idle(until: Date, leasedElsewhere: Int)
-        /// A store call failed with `store-unreachable`; the worker retries after `retryIn`
-        /// seconds (`nil`: it is stopping). `unrecorded`: results of a fetched batch kept to be
-        /// recorded first.
+        /// A store call failed with `store-unreachable` or `store-locked` (``transientStoreCodes``);
+        /// the worker retries after `retryIn` seconds (`nil`: it is stopping). `unrecorded`:
+        /// results of a fetched batch kept to be recorded first.
         case storeUnavailable(StoreError, retryIn: TimeInterval?, unrecorded: Int)
         /// The worker pruned the store (``RetentionPolicy``; when it starts, then hourly) and removed something.
         case pruned(PruneReport)
@@ -473,8 +480,8 @@ public struct RefreshJob: Sendable {
     /// `refresh --worker`: claims a batch, fetches and records it, and again, until `stop` fires.
     /// When nothing is due it sleeps until the next check in the store or the first lapse of
     /// another worker's lease on a due host (that worker may have died), at most `interval`
-    /// seconds. A store that cannot be reached is retried after at most `interval` seconds;
-    /// any other store error ends the loop (thrown).
+    /// seconds. A store that cannot be reached or stays locked (``transientStoreCodes``) is
+    /// retried after at most `interval` seconds; any other store error ends the loop (thrown).
     ///
     /// A batch fetched while the store is unreachable is kept and recorded as soon as the store
     /// answers, before anything else, as of when it was fetched: its hosts are not fetched again.
@@ -516,7 +523,7 @@ public struct RefreshJob: Sendable {
                     let batch = await fetch(claimed, at: time, now: now, stop: stop, progress: { _, _ in })
                     do {
                         report = try await record(batch)
-                    } catch let error as StoreError where error.code == "store-unreachable" {
+                    } catch let error as StoreError where Self.transientStoreCodes.contains(error.code) {
                         unrecorded = batch
                         throw error
                     }
@@ -537,7 +544,7 @@ public struct RefreshJob: Sendable {
                     guard !report.shortages.isEmpty else { continue }
                     pause = min(interval, 5)
                 }
-            } catch let error as StoreError where error.code == "store-unreachable" {
+            } catch let error as StoreError where Self.transientStoreCodes.contains(error.code) {
                 pause = min(interval, 5)
                 onEvent(.storeUnavailable(error, retryIn: stop.isStopped ? nil : pause, unrecorded: unrecorded?.results.count ?? 0))
             }
