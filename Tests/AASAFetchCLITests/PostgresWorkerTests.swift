@@ -390,6 +390,7 @@ struct PostgresWorkerTests {
         // Another process takes the store's write lock and keeps it for 13 s.
         let file = held.work.appendingPathComponent(SQLiteAssociationStore.fileName).path
         let marker = held.work.appendingPathComponent("locked").path
+        let releasing = held.work.appendingPathComponent("releasing").path  // written just before the lock goes
         let locker = Process()
         locker.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         locker.arguments = ["python3", "-c", """
@@ -398,8 +399,9 @@ struct PostgresWorkerTests {
             c.execute("BEGIN IMMEDIATE")
             open(sys.argv[2], "w").close()
             time.sleep(13)
+            open(sys.argv[3], "w").close()
             c.execute("ROLLBACK")
-            """, file, marker]
+            """, file, marker, releasing]
         try locker.run()
         defer { if locker.isRunning { locker.terminate() } }
         let locked = await waitUntil(timeout: .seconds(30)) { FileManager.default.fileExists(atPath: marker) }
@@ -409,7 +411,7 @@ struct PostgresWorkerTests {
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         #expect(report?["fetched"] as? Int == held.hosts.count, "\(result.stdout)")
-        #expect(!locker.isRunning, "recorded only once the lock was gone")
+        #expect(FileManager.default.fileExists(atPath: releasing), "recorded only once the lock was gone")
         let states = try await held.store.allHosts()
         #expect(states.count == held.hosts.count && states.allSatisfy { $0.lease == nil && $0.isApproved },
                 "\(states.map { ($0.key.host, $0.lease?.owner, $0.lastResult?.fetchedAt) })")
