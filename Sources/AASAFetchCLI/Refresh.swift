@@ -190,7 +190,7 @@ extension AASAFetchCommand {
                         failure = shortage
                         break
                     }
-                } catch let error as StoreError where watch && Self.passingStoreCodes.contains(error.code) && !stop.isStopped {
+                } catch let error as StoreError where watch && RefreshJob.transientStoreCodes.contains(error.code) && !stop.isStopped {
                     // A long-running job outlives a database restart or a lock held for a while:
                     // this pass is lost (hosts it leased come back when their leases lapse).
                     if !quiet { console.diagnostic(error.code, "\(error.message); the next pass in \(Self.spoken(pause))") }
@@ -357,10 +357,6 @@ struct ChangeRenderer {
 
 /// The stopping signals (``StoppingSignals``) fire a ``StopSignal`` instead of killing the process.
 extension AASAFetchCommand.Refresh {
-    /// Store failures a `--watch` job waits out (the next pass runs as planned) instead of ending:
-    /// the ones a pass's batch and a worker wait out too (``RefreshJob/transientStoreCodes``).
-    static let passingStoreCodes = RefreshJob.transientStoreCodes
-
     /// "15 min", "90 s": a pause for people.
     static func spoken(_ seconds: TimeInterval) -> String {
         seconds >= 60 && seconds.truncatingRemainder(dividingBy: 60) == 0 ? "\(Int(seconds / 60)) min" : "\(Int(seconds.rounded(.up))) s"
