@@ -115,6 +115,8 @@ package enum FailureClassifier {
     ///   - headerLimitExceeded: Whether the header callback aborted because of the header cap.
     ///   - descriptorShortage: Whether the process ran out of file descriptors (`EMFILE`/`ENFILE`)
     ///     during the transfer: never the host's failure.
+    ///   - connected: Whether a connection was made (`CURLINFO_PRIMARY_IP` is set): an
+    ///     "unsupported protocol" then comes from the server's answer, not from the request.
     /// - Returns: The kind of failure.
     package static func classify(
         curlCode: Int,
@@ -123,6 +125,7 @@ package enum FailureClassifier {
         bodyLimitExceeded: Bool = false,
         refusedPrivateAddress: Bool = false,
         headerLimitExceeded: Bool = false,
+        connected: Bool = false,
         descriptorShortage: Bool = false
     ) -> TransferFailureKind {
         if descriptorShortage && !bodyLimitExceeded && !headerLimitExceeded && !refusedPrivateAddress {
@@ -138,8 +141,14 @@ package enum FailureClassifier {
             return .headersTooLarge
         case CurlCode.weirdServerReply:
             return .invalidResponse
-        case CurlCode.unsupportedProtocol where errorText.contains("HTTP/0.9"):
-            // Not an HTTP/1.x or HTTP/2 answer at all (or garbage): libcurl takes it for HTTP/0.9.
+        case CurlCode.unsupportedProtocol where connected || errorText.contains("HTTP/0.9"):
+            // Not an HTTP/1.x or HTTP/2 answer at all (or garbage: libcurl takes it for HTTP/0.9),
+            // or a status line libcurl refuses ("Unsupported response code in HTTP response",
+            // "Unsupported HTTP version (1.2) in response").
+            return .invalidResponse
+        case CurlCode.badContentEncoding:
+            // The body is not in the encoding the answer names (or one libcurl cannot decode):
+            // a fault of the server's answer, not of the connection.
             return .invalidResponse
         case CurlCode.couldntResolveHost where errorText.contains(resolverThreadFailure):
             // libcurl's threaded resolver could not start its thread: nothing was asked of DNS.
@@ -157,7 +166,7 @@ package enum FailureClassifier {
         case CurlCode.urlMalformat, CurlCode.unsupportedProtocol:
             return .invalidRequest
         case CurlCode.recvError, CurlCode.sendError, CurlCode.partialFile, CurlCode.gotNothing,
-            CurlCode.http2, CurlCode.http2Stream, CurlCode.badContentEncoding:
+            CurlCode.http2, CurlCode.http2Stream:
             return .transferFailure
         case CurlCode.peerFailedVerification, CurlCode.sslCACert, CurlCode.sslConnectError,
             CurlCode.sslCertProblem, CurlCode.sslCipher, CurlCode.sslCACertBadFile,

@@ -387,13 +387,10 @@ final class MultiLoop {
                 _ = curl_multi_remove_handle(multi, easy)
                 continue
             }
-            let result: Result<TransferResponse, TransferFailure>
-            if code == CURLE_OK {
-                var response = transfer.makeResponse()
+            let result = transfer.outcome(code).map { response in
+                var response = response
                 response.place = TransferPlace(loop: index)
-                result = .success(response)
-            } else {
-                result = .failure(transfer.makeFailure(code))
+                return response
             }
             complete(transfer, result: result, added: true)
         }

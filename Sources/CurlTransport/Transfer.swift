@@ -28,8 +28,19 @@ final class Transfer {
 
     /// Decoded body bytes received so far.
     private(set) var body: [UInt8] = []
-    /// Set when the write callback refused bytes past ``TransferRequest/maxBodyBytes``.
+    /// Set when the write callback refused bytes of a 200 answer past ``TransferRequest/maxBodyBytes``.
     private(set) var bodyLimitExceeded = false
+    /// The `Content-Length` of a 200 answer that announced more than ``TransferRequest/maxBodyBytes``
+    /// (and the allowance for compression): the transfer ended before its body.
+    private(set) var announcedLength: Int?
+    /// Set when the body of an answer other than 200 grew past ``TransferRequest/maxBodyBytes``:
+    /// the transfer ended there, and the status and headers are the response.
+    private(set) var bodyCut = false
+    /// The status of the last status line received (0 before the first).
+    private(set) var lastStatus = 0
+    /// Set by the blank line that ends the header block of the last status line. Lines after it
+    /// are the trailers of a chunked body: counted, but not headers of the response.
+    private(set) var headersEnded = false
     /// Headers of the last response seen so far.
     private(set) var headers: [(name: String, value: String)] = []
     /// Bytes of every header and trailer line received so far (interim responses included).
@@ -40,6 +51,8 @@ final class Transfer {
     private(set) var descriptorShortage: Int32?
     /// Addresses the open-socket callback refused as private or reserved.
     private(set) var refusedAddresses: [String] = []
+    /// Sockets the open-socket callback opened (addresses that were allowed).
+    private(set) var openedSockets = 0
 
     /// Creates the transfer and its easy handle (not configured yet).
     /// - Returns: `nil` when libcurl cannot allocate an easy handle.
@@ -124,11 +137,9 @@ final class Transfer {
         try setLong(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.maxTime), "TIMEOUT_MS")
         // Empty string: offer every encoding curl can decode; the write callback sees decoded bytes.
         try setString(CURLOPT_ACCEPT_ENCODING, "", "ACCEPT_ENCODING")
-        // Rejects a too-large Content-Length before any body arrives. Content-Length counts encoded
-        // bytes, so allow a little above the cap for compression overhead of incompressible bodies;
-        // the write callback enforces the exact cap on decoded bytes.
-        let limit = max(0, request.maxBodyBytes)
-        try check(ccurl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, limit + 1024), "MAXFILESIZE_LARGE")
+        // The body limit is enforced by the header callback (a 200 answer's Content-Length) and the
+        // write callback (decoded bytes), not by CURLOPT_MAXFILESIZE_LARGE: libcurl applies that to
+        // every status, so a large 404 page would hide the 404.
         try setString(CURLOPT_USERAGENT, request.userAgent, "USERAGENT")
 
         // A POST names its body's type, and waits for no `100 Continue` (curl would send
@@ -276,13 +287,27 @@ final class Transfer {
     private func receive(body data: UnsafeRawPointer?, count: Int) -> Int {
         guard count > 0 else { return 0 }
         guard let data else { return 0 }
-        if body.count + count > request.maxBodyBytes {
-            bodyLimitExceeded = true
+        let room = max(0, request.maxBodyBytes - body.count)
+        if count > room {
+            // Only a 200 answer's body is judged: a longer one fails the transfer. Any other
+            // answer is decided by its status and headers, so its body is kept up to the limit
+            // and the transfer ends there with that response (`outcome(_:)`).
+            if lastStatus == 200 {
+                bodyLimitExceeded = true
+            } else {
+                bodyCut = true
+                body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: room))
+            }
             return 0  // aborts the transfer with CURLE_WRITE_ERROR
         }
         body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: count))
         return count
     }
+
+    /// Bytes a 200 answer's `Content-Length` may announce above ``TransferRequest/maxBodyBytes``:
+    /// it counts encoded bytes, and compression can make an incompressible body a little longer.
+    /// The write callback enforces the exact limit on decoded bytes.
+    static let encodingAllowance = 1024
 
     /// Keeps one header or trailer line; returns `false` (abort) once the lines of this transfer
     /// exceed ``TransferRequest/maxHeaderBytes``: libcurl caps a response's headers but not the
@@ -299,10 +324,25 @@ final class Transfer {
         }
         if line.hasPrefix("HTTP/") {
             headers.removeAll()  // a new response begins (1xx, or the final one)
-            if closesUnlessKept { keepConnection(after: line) }
+            headersEnded = false
+            lastStatus = Self.status(ofStatusLine: line)
+            if closesUnlessKept { keepConnection(status: lastStatus) }
             return true
         }
-        guard !line.isEmpty else { return true }
+        if line.isEmpty {
+            guard lastStatus != 0, !headersEnded else { return true }
+            headersEnded = true
+            // A 200 answer that announces a body over the limit ends here, before its body.
+            if lastStatus == 200, let length = header("Content-Length").flatMap({ Int($0) }),
+               length > request.maxBodyBytes + Self.encodingAllowance {
+                announcedLength = length
+                return false
+            }
+            return true
+        }
+        // A trailer line of a chunked body: it must not stand in for a header the answer lacks
+        // (RFC 9110 §6.5.1).
+        guard !headersEnded else { return true }
         if let first = line.first, first == " " || first == "\t", var previous = headers.popLast() {
             previous.value += " " + line.trimmingWhitespace()
             headers.append(previous)
@@ -321,14 +361,23 @@ final class Transfer {
         request.keepConnectionAfter != nil && request.httpVersion == .http1_1
     }
 
-    /// Sets `CURLOPT_FORBID_REUSE` from a status line ("HTTP/1.1 404 Not Found"): libcurl reads
-    /// that flag only when the transfer is done, to close the connection or keep it, so the last
-    /// status line of the transfer (interim 1xx ones come first) decides.
-    private func keepConnection(after statusLine: String) {
+    /// Sets `CURLOPT_FORBID_REUSE` from the status of a status line: libcurl reads that flag only
+    /// when the transfer is done, to close the connection or keep it, so the last status line of
+    /// the transfer (interim 1xx ones come first) decides.
+    private func keepConnection(status: Int) {
         guard let easy, let kept = request.keepConnectionAfter else { return }
-        let fields = statusLine.split(separator: " ", maxSplits: 2)
-        let status = fields.count > 1 ? Int(fields[1]) : nil
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, status.map(kept.contains) == true ? 0 : 1)
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, kept.contains(status) ? 0 : 1)
+    }
+
+    /// The status of a status line ("HTTP/1.1 404 Not Found" → 404), 0 when it has none.
+    static func status(ofStatusLine line: String) -> Int {
+        let fields = line.split(separator: " ", maxSplits: 2)
+        return fields.count > 1 ? Int(fields[1]) ?? 0 : 0
+    }
+
+    /// The value of the first header of the current response with this name.
+    private func header(_ name: String) -> String? {
+        headers.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
@@ -346,6 +395,7 @@ final class Transfer {
         }
         let fd = socket(ccurl_sockaddr_family(address), ccurl_sockaddr_socktype(address), ccurl_sockaddr_protocol(address))
         if fd >= 0 {
+            openedSockets += 1
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         } else if errno == EMFILE || errno == ENFILE {
             descriptorShortage = errno
@@ -354,6 +404,31 @@ final class Transfer {
     }
 
     // MARK: - Results (loop thread, after CURLMSG_DONE and before cleanup)
+
+    /// The transfer's result once libcurl ended it with `code`.
+    ///
+    /// - A transfer libcurl calls done is a failure when its header block never ended: libcurl
+    ///   7.88 accepts a connection closed after the status line or inside the headers as a whole
+    ///   answer with an empty body.
+    /// - An answer other than 200 whose body was cut at the limit, or could not be decoded, is a
+    ///   response (``TransferResponse/bodyTruncated``): its status and headers decide it.
+    func outcome(_ code: CURLcode) -> Result<TransferResponse, TransferFailure> {
+        if code == CURLE_OK {
+            guard headersEnded else {
+                return .failure(TransferFailure(
+                    kind: .transferFailure,
+                    message: "the connection closed before the response's headers ended"
+                ))
+            }
+            return .success(makeResponse())
+        }
+        if headersEnded, lastStatus != 200, bodyCut || code == CURLE_BAD_CONTENT_ENCODING {
+            var response = makeResponse()
+            response.bodyTruncated = true
+            return .success(response)
+        }
+        return .failure(makeFailure(code))
+    }
 
     /// Builds the response from the handle's information.
     func makeResponse() -> TransferResponse {
@@ -386,18 +461,25 @@ final class Transfer {
             curlCode: Int(code.rawValue),
             tlsVerifyResult: verifyResult,
             errorText: text,
-            bodyLimitExceeded: bodyLimitExceeded,
-            refusedPrivateAddress: !refusedAddresses.isEmpty,
+            bodyLimitExceeded: bodyLimitExceeded || announcedLength != nil,
+            // Private only when no allowed address was tried: else that one failed to connect.
+            refusedPrivateAddress: !refusedAddresses.isEmpty && openedSockets == 0,
             headerLimitExceeded: headerLimitExceeded,
+            connected: !(stringInfo(CURLINFO_PRIMARY_IP) ?? "").isEmpty,
             descriptorShortage: descriptorShortage != nil || Self.failureMayBeDescriptorShortage(Int(code.rawValue)) && Self.descriptorsExhausted()
         )
         switch kind {
         case .privateAddress:
             text = "refused to connect to private or reserved address \(refusedAddresses.joined(separator: ", ")) (\(text))"
+        case .connectFailure where !refusedAddresses.isEmpty:
+            text += " (refused private or reserved address \(refusedAddresses.joined(separator: ", ")))"
         case .tooLarge where bodyLimitExceeded:
-            text = "the decoded body exceeds \(request.maxBodyBytes) bytes"
+            text = "the decoded body is larger than \(request.maxBodyBytes) bytes"
         case .tooLarge:
-            text = "the announced body exceeds \(request.maxBodyBytes) bytes (\(text))"
+            let announced = announcedLength.map { "\($0) bytes" } ?? "a body"
+            text = "the answer announces \(announced) (Content-Length), more than the \(request.maxBodyBytes) allowed"
+        case .invalidResponse where code == CURLE_BAD_CONTENT_ENCODING:
+            text = "the body cannot be decoded as its Content-Encoding says (\(text))"
         case .headersTooLarge where headerLimitExceeded:
             text = "the response's header and trailer lines exceed \(request.maxHeaderBytes) bytes"
         case .headersTooLarge:

@@ -39,7 +39,9 @@ public struct TransferRequest: Sendable, Hashable {
     public var connectTimeout: Double
     /// Seconds allowed for the whole transfer, as curl's `--max-time`.
     public var maxTime: Double
-    /// Largest decoded body accepted, in bytes; the transfer is aborted as soon as more arrives.
+    /// Largest decoded body accepted, in bytes. A 200 answer that announces or sends more fails
+    /// (``TransferFailureKind/tooLarge``) as soon as it does; any other answer ends there with its
+    /// status and headers (``TransferResponse/bodyTruncated``).
     public var maxBodyBytes: Int
     /// Most bytes of header and trailer lines accepted per transfer (every response of it,
     /// interim ones and the trailers of a chunked body included); the transfer is aborted as soon

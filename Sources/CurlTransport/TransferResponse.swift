@@ -24,7 +24,8 @@ public enum TransferFailureKind: String, Sendable, Codable, Hashable {
     case tooLarge = "too-large"
     /// The request could not be made at all (bad URL, unsupported option); a bug or bad input.
     case invalidRequest = "invalid-request"
-    /// The answer is not HTTP (an HTTP/0.9 reply, garbage, a malformed status line).
+    /// The answer is not valid HTTP (an HTTP/0.9 reply, garbage, a status line libcurl refuses,
+    /// a body that is not in the `Content-Encoding` it names).
     case invalidResponse = "invalid-response"
     /// A header line, or all header and trailer lines together, exceed the limit
     /// (``TransferRequest/maxHeaderBytes``, and libcurl's 100 KiB for one line).
@@ -130,6 +131,10 @@ public struct TransferResponse: Sendable, Hashable {
     public var headers: [(name: String, value: String)]
     /// The decoded body (after `Content-Encoding`), at most ``TransferRequest/maxBodyBytes`` bytes.
     public var body: [UInt8]
+    /// Whether ``body`` is only the start of the answer's body: an answer other than 200 whose body
+    /// was longer than ``TransferRequest/maxBodyBytes`` or could not be decoded (the transfer
+    /// ended there; its status and headers are whole).
+    public var bodyTruncated = false
     /// The URL fetched.
     public var url: String
     /// For a 3xx answer: the absolute target of its `Location` header.
@@ -181,7 +186,7 @@ public struct TransferResponse: Sendable, Hashable {
 
     /// Compares every field (headers by name and value, in order).
     public static func == (lhs: TransferResponse, rhs: TransferResponse) -> Bool {
-        lhs.status == rhs.status && lhs.body == rhs.body && lhs.url == rhs.url
+        lhs.status == rhs.status && lhs.body == rhs.body && lhs.bodyTruncated == rhs.bodyTruncated && lhs.url == rhs.url
             && lhs.headers.map { "\($0.name):\($0.value)" } == rhs.headers.map { "\($0.name):\($0.value)" }
             && lhs.redirectURL == rhs.redirectURL && lhs.remoteAddress == rhs.remoteAddress
             && lhs.remotePort == rhs.remotePort && lhs.httpVersion == rhs.httpVersion

@@ -133,4 +133,88 @@ struct HostileInputTests {
         #expect(report.domain("bigheader.fault.test")?["code"] as? String == "headers-too-large")
         #expect(report.domain("trailers.fault.test")?["code"] as? String == "headers-too-large")
     }
+
+    /// Answers libcurl 7.88 takes for something else: a connection closed inside the header block
+    /// (libcurl calls that a whole answer with an empty body), a status line it refuses (it said
+    /// "unsupported protocol", which read as our request's fault), a body in an encoding it cannot
+    /// decode (it said the connection broke), and a `Content-Type` that comes only as a chunked
+    /// trailer (it was taken for a header of the answer).
+    @Test func answersCutOrMalformedInTheirFramingGetTheirOwnCodes() async throws {
+        let ca = try TestCA.shared()
+        let file = #"{"applinks":{"details":[{"appIDs":["\#(Self.appID)"],"components":[{"/":"/*"}]}]}}"#
+        let chunk = String(file.utf8.count, radix: 16)
+        let script = FaultScript(hosts: [
+            "cuthead.fault.test": .raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"),
+            "cutstatus.fault.test": .raw("HTTP/1.1 200 OK\r\n"),
+            "badstatus.fault.test": .raw("HTTP/1.1 099 Odd\r\nContent-Length: 2\r\n\r\n{}"),
+            "badversion.fault.test": .raw("HTTP/1.2 200 OK\r\nContent-Length: 2\r\n\r\n{}"),
+            "badencoding.fault.test": .raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: x-foo\r\nContent-Length: 2\r\n\r\n{}"),
+            "trailertype.fault.test": .raw("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(chunk)\r\n\(file)\r\n0\r\nContent-Type: application/json\r\n\r\n"),
+        ])
+        let server = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]))
+        defer { server.stop() }
+        let names = ["cuthead", "cutstatus", "badstatus", "badversion", "badencoding", "trailertype"]
+        let run = try ToolRunner.run(names.flatMap { ["--domain", "applinks:\($0).fault.test"] } + [
+            "--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private", "--retry-delays", "", "--quiet",
+            "--app-id", Self.appID, "--json", "--max-time", "60", "--no-store",
+        ])
+        #expect(run.status == 1, "\(run.stderr)")
+        let report = try run.json()
+        for name in ["cuthead", "cutstatus"] {
+            let record = report.domain("\(name).fault.test")
+            #expect(record?["code"] as? String == "transfer-failure", "\(name): \(record ?? [:])")
+            #expect((record?["reason"] as? String)?.contains("before the response's headers ended") == true, "\(name): \(record ?? [:])")
+        }
+        for name in ["badstatus", "badversion", "badencoding"] {
+            let record = report.domain("\(name).fault.test")
+            #expect(record?["code"] as? String == "invalid-response", "\(name): \(record ?? [:])")
+        }
+        #expect((report.domain("badencoding.fault.test")?["reason"] as? String)?.contains("Content-Encoding") == true)
+        let trailer = report.domain("trailertype.fault.test")
+        #expect(trailer?["code"] as? String == "ok", "\(trailer ?? [:])")
+        #expect(trailer?.findingCodes.contains("content-type") == true, "\(trailer ?? [:])")
+    }
+
+    /// The body of an answer other than 200 is not judged: a 404 page over the size cap is still a
+    /// 404 (the legacy path is tried and serves the file), a 503 one is still retried, and a 301
+    /// one is still a redirect. Only a 200 answer's body can be `too-large`.
+    @Test func largeBodiesOfOtherAnswersKeepTheirStatus() async throws {
+        let ca = try TestCA.shared()
+        let file = #"{"applinks":{"details":[{"appIDs":["\#(Self.appID)"],"components":[{"/":"/*"}]}]}}"#
+        let page = "<html><body>not here</body></html>\n"
+        let wellKnown = "/.well-known/apple-app-site-association"
+        let legacyScript = FaultScript(paths: [
+            wellKnown: .respond(status: 404, headers: [("Content-Type", "text/html")], body: page, repeat: 5000),
+            "/apple-app-site-association": .respond(status: 200, headers: [("Content-Type", "application/json")], body: file),
+        ])
+        let hostScript = FaultScript(hosts: [
+            "busy.fault.test": .sequence([.respond(status: 503, body: page, repeat: 5000), .respond(status: 200, body: file)]),
+            "moved.fault.test": .respond(status: 301, headers: [("Location", "https://elsewhere.fault.test\(wellKnown)")], body: page, repeat: 5000),
+            "big.fault.test": .respond(status: 200, body: page, repeat: 5000),
+        ])
+        let legacyServer = try await FaultServer.start(script: legacyScript, certificate: try ca.leaf(for: ["legacy.fault.test"]))
+        defer { legacyServer.stop() }
+        let hostServer = try await FaultServer.start(script: hostScript, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]))
+        defer { hostServer.stop() }
+        let common = ["--cacert", ca.caCertPath, "--allow-private", "--quiet", "--app-id", Self.appID, "--json", "--max-time", "60", "--no-store"]
+
+        let legacy = try ToolRunner.run(["--domain", "applinks:legacy.fault.test", "--connect-to", legacyServer.connectTo, "--retry-delays", ""] + common)
+        #expect(legacy.status == 0, "\(legacy.stderr)")
+        let legacyRecord = try legacy.json().domain("legacy.fault.test")
+        #expect(legacyRecord?["code"] as? String == "ok", "\(legacyRecord ?? [:])")
+        #expect(legacyRecord?.findingCodes.contains("legacy-root-path") == true, "\(legacyRecord ?? [:])")
+
+        let run = try ToolRunner.run(["busy", "moved", "big"].flatMap { ["--domain", "applinks:\($0).fault.test"] }
+            + ["--connect-to", hostServer.connectTo, "--retry-delays", "0.1"] + common)
+        #expect(run.status == 1, "\(run.stderr)")
+        let report = try run.json()
+        let busy = report.domain("busy.fault.test")
+        #expect(busy?["code"] as? String == "ok", "\(busy ?? [:])")
+        #expect((busy?["attempts"] as? [[String: Any]])?.count == 2, "\(busy ?? [:])")
+        let moved = report.domain("moved.fault.test")
+        #expect(moved?["code"] as? String == "http-redirect", "\(moved ?? [:])")
+        #expect((moved?["reason"] as? String)?.contains("elsewhere.fault.test") == true, "\(moved ?? [:])")
+        let big = report.domain("big.fault.test")
+        #expect(big?["code"] as? String == "too-large", "\(big ?? [:])")
+    }
 }

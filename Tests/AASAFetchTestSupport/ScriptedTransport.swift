@@ -82,7 +82,12 @@ public final class ScriptedTransport: HTTPTransferring, Sendable {
         case .response(var response):
             if response.url.isEmpty { response.url = request.url }
             if request.maxBodyBytes < response.body.count {
-                throw TransferFailure(kind: .tooLarge, message: "scripted body of \(response.body.count) bytes is over \(request.maxBodyBytes)")
+                // As CurlClient: only a 200 answer's body fails; any other is cut at the limit.
+                guard response.status != 200 else {
+                    throw TransferFailure(kind: .tooLarge, message: "scripted body of \(response.body.count) bytes is over \(request.maxBodyBytes)")
+                }
+                response.body = Array(response.body.prefix(request.maxBodyBytes))
+                response.bodyTruncated = true
             }
             return response
         case .failure(let failure):

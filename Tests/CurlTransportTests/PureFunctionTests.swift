@@ -43,6 +43,7 @@ struct FailureClassifierTests {
         var text: String = ""
         var tooLarge: Bool = false
         var refused: Bool = false
+        var connected: Bool = false
         var expected: TransferFailureKind
         var testDescription: String { "code \(code) verify \(verify) → \(expected.rawValue)" }
     }
@@ -86,11 +87,15 @@ struct FailureClassifierTests {
         Case(code: CurlCode.filesizeExceeded, expected: .tooLarge),
         Case(code: CurlCode.urlMalformat, expected: .invalidRequest),
         Case(code: CurlCode.unsupportedProtocol, expected: .invalidRequest),
+        Case(code: CurlCode.unsupportedProtocol, text: "Received HTTP/0.9 when not allowed", expected: .invalidResponse),
+        // A status line libcurl refuses comes from the server: the connection was made.
+        Case(code: CurlCode.unsupportedProtocol, text: "Unsupported response code in HTTP response", connected: true, expected: .invalidResponse),
+        Case(code: CurlCode.badContentEncoding, text: "Unrecognized content encoding type", expected: .invalidResponse),
     ])
     func classifies(_ item: Case) {
         let kind = FailureClassifier.classify(
             curlCode: item.code, tlsVerifyResult: item.verify, errorText: item.text,
-            bodyLimitExceeded: item.tooLarge, refusedPrivateAddress: item.refused)
+            bodyLimitExceeded: item.tooLarge, refusedPrivateAddress: item.refused, connected: item.connected)
         #expect(kind == item.expected)
     }
 }
