@@ -67,12 +67,69 @@ struct NetworkOptions: ParsableArguments {
             throw ValidationError("--threads must be between 1 and \(Self.maxThreads)")
         }
         guard parsedRetryDelays != nil else { throw ValidationError("--retry-delays takes seconds separated by commas, e.g. 1,3") }
-        for entry in resolve where entry.split(separator: ":", omittingEmptySubsequences: false).count < 3 {
-            throw ValidationError("--resolve takes HOST:PORT:ADDR, not '\(entry)'")
+        for entry in resolve {
+            if let problem = Self.resolveProblem(entry) {
+                throw ValidationError("--resolve takes HOST:PORT:ADDR[,ADDR…] (a port from 1 to 65535, IP addresses): \(problem) in '\(TerminalText.escaped(entry))'")
+            }
         }
-        for entry in connectTo where entry.split(separator: ":", omittingEmptySubsequences: false).count < 4 {
-            throw ValidationError("--connect-to takes HOST:PORT:HOST2:PORT2, not '\(entry)'")
+        for entry in connectTo {
+            if let problem = Self.connectToProblem(entry) {
+                throw ValidationError("--connect-to takes HOST:PORT:HOST2:PORT2 (each part may be empty, ports from 1 to 65535): \(problem) in '\(TerminalText.escaped(entry))'")
+            }
         }
+        if let cacert { try CAFile.check(cacert, option: "--cacert") }
+    }
+
+    /// What is wrong with a `--resolve` entry, `nil` when libcurl can use it: `[+]HOST:PORT:ADDR`
+    /// with one or more comma-separated IP addresses (IPv6 ones may be bracketed).
+    static func resolveProblem(_ entry: String) -> String? {
+        var rest = Substring(entry)
+        if rest.first == "+" { rest = rest.dropFirst() }
+        guard let (host, afterHost) = field(rest), !host.isEmpty else { return "no host" }
+        guard let (port, addresses) = field(afterHost) else { return "no port and address" }
+        if let problem = portProblem(port, mayBeEmpty: false) { return problem }
+        let list = addresses.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        for address in list {
+            let bare = address.hasPrefix("[") && address.hasSuffix("]") ? String(address.dropFirst().dropLast()) : address
+            guard !bare.isEmpty, isIPAddress(bare) else { return "'\(address)' is not an IP address" }
+        }
+        return nil
+    }
+
+    /// What is wrong with a `--connect-to` entry, `nil` when libcurl can use it.
+    static func connectToProblem(_ entry: String) -> String? {
+        guard let (_, afterHost) = field(Substring(entry)), let (port, afterPort) = field(afterHost),
+              let (_, targetPort) = field(afterPort)
+        else { return "fewer than four parts" }
+        if let problem = portProblem(port, mayBeEmpty: true) { return problem }
+        if targetPort.contains(":") { return "more than four parts" }
+        return portProblem(targetPort, mayBeEmpty: true)
+    }
+
+    /// The text up to the next `:` (a bracketed IPv6 address is one part) and what follows that
+    /// colon; `nil` when no colon follows.
+    private static func field(_ text: Substring) -> (String, Substring)? {
+        var end = text.startIndex
+        if text.first == "[" {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            end = text.index(after: close)
+        }
+        guard let colon = text[end...].firstIndex(of: ":") else { return nil }
+        return (String(text[..<colon]), text[text.index(after: colon)...])
+    }
+
+    private static func portProblem(_ text: some StringProtocol, mayBeEmpty: Bool) -> String? {
+        if text.isEmpty { return mayBeEmpty ? nil : "no port" }
+        guard text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let port = Int(text), (1...65535).contains(port) else {
+            return "'\(text)' is not a port from 1 to 65535"
+        }
+        return nil
+    }
+
+    private static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
     private var parsedRetryDelays: [Double]? {

@@ -303,7 +303,8 @@ extension AASAFetchCommand.Refresh {
 
     /// The note of a stopped pass on the hosts it abandoned in flight (their leases released).
     static func noteAbandoned(_ report: RefreshReport, console: Console) {
-        guard report.abandoned > 0 else { return }
+        // Hosts released for a shortage are named by the run's failure instead.
+        guard report.abandoned > 0, report.stopped || report.shortages.isEmpty else { return }
         console.err("aasa-fetch refresh: stopped; \(Plural.count(report.abandoned, "host", "hosts")) in flight \(report.abandoned == 1 ? "was" : "were") abandoned and released")
     }
 

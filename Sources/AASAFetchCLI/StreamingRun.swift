@@ -332,9 +332,10 @@ final class SpoolSource: RunSource {
 }
 
 extension CommandFailure {
-    /// Hosts that could not be fetched because this process ran short of descriptors or threads
-    /// (`hosts` by code, ``HostFetchResult/shortageCodes``): a failure of the run (exit 2), never
-    /// recorded as the hosts' results; `nil` when there were none. With both, descriptors are named.
+    /// Hosts that could not be fetched because this process ran short of descriptors or threads,
+    /// or libcurl refused the request (`hosts` by code, ``HostFetchResult/shortageCodes``): a
+    /// failure of the run (exit 2), never recorded as the hosts' results; `nil` when there were
+    /// none. With several, descriptors are named first, then threads.
     static func shortage(_ hosts: [String: Int]) -> CommandFailure? {
         if let count = hosts["descriptors-exhausted"] {
             let limit = ProcessLimits.descriptorLimit.map { " (the limit is \($0))" } ?? ""
@@ -347,6 +348,12 @@ extension CommandFailure {
             return CommandFailure(
                 code: "threads-exhausted",
                 message: "\(Plural.count(count, "host")) could not be fetched: this process could not start a thread (\(ProcessLimits.threadLimitText)); their results were not recorded. Raise the limit or lower --concurrency"
+            )
+        }
+        if let count = hosts["invalid-request"] {
+            return CommandFailure(
+                code: "invalid-request",
+                message: "\(Plural.count(count, "host")) could not be fetched: libcurl refused the request (see each host's reason); their results were not recorded. Check the options given to aasa-fetch (--cacert, --resolve, --connect-to, --cdn-base)"
             )
         }
         return nil

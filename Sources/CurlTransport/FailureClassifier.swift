@@ -47,6 +47,8 @@ package enum CurlCode {
     package static let filesizeExceeded = Int(CURLE_FILESIZE_EXCEEDED.rawValue)
     /// `CURLE_USE_SSL_FAILED`.
     package static let useSSLFailed = Int(CURLE_USE_SSL_FAILED.rawValue)
+    /// `CURLE_SETOPT_OPTION_SYNTAX` (a `--resolve` or `--connect-to` entry libcurl cannot read).
+    package static let setoptOptionSyntax = Int(CURLE_SETOPT_OPTION_SYNTAX.rawValue)
     /// `CURLE_SSL_CACERT_BADFILE`.
     package static let sslCACertBadFile = Int(CURLE_SSL_CACERT_BADFILE.rawValue)
     /// `CURLE_SSL_SHUTDOWN_FAILED`.
@@ -163,13 +165,17 @@ package enum FailureClassifier {
             return bodyLimitExceeded ? .tooLarge : .transferFailure
         case CurlCode.filesizeExceeded:
             return .tooLarge
-        case CurlCode.urlMalformat, CurlCode.unsupportedProtocol:
+        case CurlCode.urlMalformat, CurlCode.unsupportedProtocol, CurlCode.setoptOptionSyntax:
+            return .invalidRequest
+        case CurlCode.sslCACertBadFile:
+            // The CA file given to us (gone or unreadable since the options were checked), not
+            // the host's certificate.
             return .invalidRequest
         case CurlCode.recvError, CurlCode.sendError, CurlCode.partialFile, CurlCode.gotNothing,
             CurlCode.http2, CurlCode.http2Stream:
             return .transferFailure
         case CurlCode.peerFailedVerification, CurlCode.sslCACert, CurlCode.sslConnectError,
-            CurlCode.sslCertProblem, CurlCode.sslCipher, CurlCode.sslCACertBadFile,
+            CurlCode.sslCertProblem, CurlCode.sslCipher,
             CurlCode.sslShutdownFailed, CurlCode.sslCRLBadFile, CurlCode.sslIssuerError,
             CurlCode.sslPinnedPubKeyNotMatch, CurlCode.sslInvalidCertStatus, CurlCode.sslClientCert,
             CurlCode.useSSLFailed, CurlCode.sslEngineNotFound, CurlCode.sslEngineSetFailed,

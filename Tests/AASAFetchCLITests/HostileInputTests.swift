@@ -175,6 +175,69 @@ struct HostileInputTests {
         #expect(trailer?.findingCodes.contains("content-type") == true, "\(trailer ?? [:])")
     }
 
+    /// A CA file or endpoint libcurl cannot use is the run's fault, never the hosts': a CA file
+    /// that cannot be read or holds no certificate, and a `--connect-to` or `--resolve` port or
+    /// address libcurl cannot read, are usage errors before anything runs (every host used to be
+    /// recorded `tls-failure` or `transfer-failure`, "broke" events included); a certificate
+    /// libcurl cannot load ends the run with `invalid-request` (exit 2), nothing recorded.
+    @Test func aBadCAFileOrEndpointIsNeverTheHostsFault() async throws {
+        let ca = try TestCA.shared()
+        let file = #"{"applinks":{"details":[{"appIDs":["\#(Self.appID)"],"components":[{"/":"/*"}]}]}}"#
+        let server = try await FaultServer.start(script: FaultScript(default: .respond(status: 200, body: file)),
+                                                 certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]))
+        defer { server.stop() }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("bad-ca-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let cache = work.appendingPathComponent("store").path
+        let notPEM = work.appendingPathComponent("not.pem").path
+        let brokenPEM = work.appendingPathComponent("broken.pem").path
+        try "not a certificate\n".write(toFile: notPEM, atomically: true, encoding: .utf8)
+        try "-----BEGIN CERTIFICATE-----\nnotbase64\n-----END CERTIFICATE-----\n".write(toFile: brokenPEM, atomically: true, encoding: .utf8)
+        let common = ["--allow-private", "--retry-delays", "", "--quiet"]
+        let hosts = ["--domain", "applinks:a.fault.test", "--domain", "applinks:b.fault.test", "--app-id", Self.appID]
+
+        let recorded = try ToolRunner.run(hosts + common + ["--cacert", ca.caCertPath, "--connect-to", server.connectTo], cache: cache)
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+
+        let usage: [(String, [String])] = [
+            ("--cacert", ["--cacert", work.appendingPathComponent("missing.pem").path, "--connect-to", server.connectTo]),
+            ("--cacert", ["--cacert", notPEM, "--connect-to", server.connectTo]),
+            ("--connect-to", ["--cacert", ca.caCertPath, "--connect-to", "::127.0.0.1:99999"]),
+            ("--connect-to", ["--cacert", ca.caCertPath, "--connect-to", "::127.0.0.1:-1"]),
+            ("--resolve", ["--cacert", ca.caCertPath, "--resolve", "a.fault.test:443:not-an-address"]),
+        ]
+        for (option, arguments) in usage {
+            for command in [hosts, ["refresh", "--all"]] {
+                let run = try ToolRunner.run(command + common + arguments, cache: cache)
+                #expect(run.status == 64, "\(command) \(arguments): \(run.status) \(run.stderr)")
+                #expect(run.stderr.contains(option), "\(arguments): \(run.stderr)")
+            }
+        }
+        let refresh = try ToolRunner.run(["refresh", "--all", "--json"] + common + ["--cacert", brokenPEM, "--connect-to", server.connectTo], cache: cache)
+        #expect(refresh.status == 2, "\(refresh.stderr) \(refresh.stdout)")
+        #expect(refresh.stderr.contains("invalid-request"), "\(refresh.stderr)")
+        // A due pass ends there too: the hosts it released are due, and it used to claim them
+        // again at once, over and over.
+        let due = try ToolRunner.run(["refresh", "--now", "2031-01-01T00:00:00Z"] + common + ["--cacert", brokenPEM, "--connect-to", server.connectTo], cache: cache)
+        #expect(due.status == 2, "\(due.stderr)")
+        #expect(due.stderr.contains("invalid-request: 2 hosts could not be fetched"), "\(due.stderr)")
+        #expect(!due.stderr.contains("stopped;"), "\(due.stderr)")
+        let fetch = try ToolRunner.run(hosts + common + ["--cacert", brokenPEM, "--connect-to", server.connectTo], cache: cache)
+        #expect(fetch.status == 2, "\(fetch.stderr)")
+        #expect(fetch.stderr.contains("invalid-request"), "\(fetch.stderr)")
+
+        // The stored results are still the good ones: nothing broke.
+        let show = try ToolRunner.run(["show", "--json"], cache: cache)
+        let stored = (try show.json()["hosts"] as? [[String: Any]]) ?? []
+        #expect(stored.count == 2, "\(show.stdout)")
+        for host in stored {
+            #expect(host["code"] as? String == "ok", "\(host)")
+        }
+        let history = try ToolRunner.run(["show", "a.fault.test", "--json"], cache: cache)
+        #expect(!history.stdout.contains("broke"), "\(history.stdout)")
+    }
+
     /// The body of an answer other than 200 is not judged: a 404 page over the size cap is still a
     /// 404 (the legacy path is tried and serves the file), a 503 one is still retried, and a 301
     /// one is still a redirect. Only a 200 answer's body can be `too-large`.

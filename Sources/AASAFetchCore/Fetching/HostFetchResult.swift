@@ -80,10 +80,11 @@ public struct HostFetchResult: Sendable {
 }
 
 extension HostFetchResult {
-    /// Codes that say this process ran short of something: `descriptors-exhausted` (file
-    /// descriptors) and `threads-exhausted` (it could not start a thread). A run with such results
-    /// fails (exit 2) and names the code.
-    public static let shortageCodes: Set<String> = ["descriptors-exhausted", "threads-exhausted"]
+    /// Codes that say this run could not fetch the host for a reason of its own: it ran short of
+    /// something (`descriptors-exhausted`, `threads-exhausted`: it could not start a thread), or
+    /// libcurl refused the request its options make (`invalid-request`: a CA file that is gone,
+    /// an entry libcurl cannot read). A run with such results fails (exit 2) and names the code.
+    public static let shortageCodes: Set<String> = ["descriptors-exhausted", "threads-exhausted", "invalid-request"]
 
     /// Codes that say something about this run, not about the host: `cancelled` (the run stopped)
     /// and the ``shortageCodes``. Such a result is never recorded in the store.

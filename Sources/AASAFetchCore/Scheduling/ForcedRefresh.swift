@@ -34,10 +34,9 @@ extension RefreshJob {
             }
             guard let next = forced.cursor, !forced.claim.hosts.isEmpty else { break }
             cursor = next
-            let batch = try await fetchAndRecord(forced.claim, at: time, now: now, stop: stop, progress: progress)
-            report.hosts += batch.hosts
-            report.abandoned += batch.abandoned
-            report.leaseLost += batch.leaseLost
+            report.add(batch: try await fetchAndRecord(forced.claim, at: time, now: now, stop: stop, progress: progress))
+            // As a due pass: hosts this process could not fetch end it (the run fails with them).
+            guard report.shortages.isEmpty else { break }
         }
         report.stopped = stop.isStopped
         if !report.stopped { report.pruned = try await retention.prune(store, now: now(), stop: stop) }

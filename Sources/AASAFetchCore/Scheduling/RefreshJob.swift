@@ -87,9 +87,9 @@ public struct RefreshReport: Sendable, Encodable {
     public var stopped = false
     /// The earliest next check in the store after the pass.
     public var nextDue: Date?
-    /// Hosts not fetched because this process ran short of descriptors or threads, by code
-    /// (``HostFetchResult/shortageCodes``): released unrecorded (counted in ``abandoned`` too), a
-    /// failure of the run (not in the JSON document).
+    /// Hosts not fetched because this process ran short of descriptors or threads, or libcurl
+    /// refused the request, by code (``HostFetchResult/shortageCodes``): released unrecorded
+    /// (counted in ``abandoned`` too), a failure of the run (not in the JSON document).
     public var shortages: [String: Int] = [:]
     /// What the pass pruned after it (``RetentionPolicy``): hosts unneeded past their grace
     /// period, and old history events.
@@ -101,6 +101,14 @@ public struct RefreshReport: Sendable, Encodable {
     public init(now: Date, owner: String) {
         self.now = now
         self.owner = owner
+    }
+
+    /// Adds what one batch of the pass did: its hosts, those it abandoned or lost, its shortages.
+    mutating func add(batch: RefreshReport) {
+        hosts += batch.hosts
+        abandoned += batch.abandoned
+        leaseLost += batch.leaseLost
+        shortages.merge(batch.shortages, uniquingKeysWith: +)
     }
 
     /// Whether an association broke (approved → failing, or an app no longer listed): exit 1.
@@ -319,7 +327,8 @@ public struct RefreshJob: Sendable {
         "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UInt32.random(in: 0...UInt32.max))"
     }
 
-    /// Runs one pass: claims due hosts until none is left (or `stop` fires), fetches and records them.
+    /// Runs one pass: claims due hosts until none is left (or `stop` fires, or a batch held hosts
+    /// this process could not fetch: ``RefreshReport/shortages``), fetches and records them.
     ///
     /// - Parameters:
     ///   - now: the clock (tests and `--now` pass a fixed time).
@@ -340,10 +349,10 @@ public struct RefreshJob: Sendable {
                 first = false
             }
             guard !batch.claim.hosts.isEmpty else { break }
-            report.hosts += batch.report.hosts
-            report.abandoned += batch.report.abandoned
-            report.leaseLost += batch.report.leaseLost
-            report.shortages.merge(batch.report.shortages, uniquingKeysWith: +)
+            report.add(batch: batch.report)
+            // Hosts this process could not fetch are released due as they were: the next claim
+            // would take them again at once. The pass ends; the run fails with the shortage.
+            guard batch.report.shortages.isEmpty else { break }
         }
         report.stopped = stop.isStopped
         if !report.stopped { report.pruned = try await retention.prune(store, now: now(), stop: stop) }
