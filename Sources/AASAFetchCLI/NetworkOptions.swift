@@ -77,7 +77,6 @@ struct NetworkOptions: ParsableArguments {
                 throw ValidationError("--connect-to takes HOST:PORT:HOST2:PORT2 (each part may be empty, ports from 1 to 65535): \(problem) in '\(TerminalText.escaped(entry))'")
             }
         }
-        if let cacert { try CAFile.check(cacert, option: "--cacert") }
     }
 
     /// What is wrong with a `--resolve` entry, `nil` when libcurl can use it: `[+]HOST:PORT:ADDR`
@@ -146,6 +145,7 @@ struct NetworkOptions: ParsableArguments {
     /// - Throws: `address-space-exhausted` when an address-space limit leaves no room for one
     ///   download (``ProcessLimits/concurrency(_:loops:usage:console:)``).
     func fetchOptions() throws(CommandFailure) -> FetchOptions {
+        if let cacert { try CAFile.check(cacert, option: "--cacert") }
         var options = FetchOptions()
         options.userAgent = userAgent
         options.connectTimeout = connectTimeout

@@ -127,6 +127,7 @@ extension AASAFetchCommand {
             let clients = RouteClients(options: options, usesCDN: true)
             let routes = clients.fetcher(cdnBase: cdnBase)
             // The webhook gets a client of its own: none of the hosts' network options apply to it.
+            if notify.url != nil, let caFile = notify.caFile { try CAFile.check(caFile, option: "--notify-cacert") }
             let notifyClient = notify.url == nil ? nil : CurlClient(maxConnections: 2, threads: 1)
             let notifier = notifyClient.map { notify.notifier(client: $0) } ?? nil
             var job = RefreshJob(

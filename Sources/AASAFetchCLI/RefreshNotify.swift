@@ -26,7 +26,6 @@ struct NotifyOptions: ParsableArguments {
             throw ValidationError("--notify-format, --notify-cacert and --notify-allow-private go with --notify URL")
         }
         if let caFile, caFile.isEmpty { throw ValidationError("--notify-cacert takes a file name") }
-        if let caFile { try CAFile.check(caFile, option: "--notify-cacert") }
     }
 
     /// The notifier, or `nil` without `--notify`.
