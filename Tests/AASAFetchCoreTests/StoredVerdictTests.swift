@@ -43,6 +43,10 @@ struct StoredVerdictTests {
         let unknown = StoredVerdict(state: RefreshPolicyTests.state(approved: RefreshPolicyTests.good), needs: [Self.need("")])
         #expect(unknown.associated == nil && unknown.code == "ok")
         #expect(unknown.associations.first?.appID == nil)
+        // `show`'s list loads no body for a host no app ID needs: it is still `ok`, unjudged.
+        let unloaded = StoredVerdict(state: RefreshPolicyTests.state(approved: nil), needs: [Self.need("")])
+        #expect(unloaded.associated == nil && unloaded.code == "ok", "\(unloaded.associations)")
+        #expect(unloaded.associations.first?.code == "ok")
 
         let never = StoredVerdict(state: RefreshPolicyTests.state(approved: nil, lastCode: nil), needs: [Self.need(Self.app)])
         #expect(never.associated == nil && never.code == nil)

@@ -82,6 +82,11 @@ public struct StoredVerdict: Sendable {
         let document = last.code == "ok" ? state.approvedDocument : nil
         associations = needs.map { need in
             let appID = need.appID.isEmpty ? nil : need.appID
+            // Without an app ID nothing is judged: a file fetched `ok` stays so, body loaded or not
+            // (`show`'s list loads only the bodies some app ID needs).
+            if appID == nil, last.code == "ok" {
+                return Association(entry: need.entry, service: need.service, appID: nil, associated: nil, code: "ok", reason: nil)
+            }
             guard let document else {
                 let code = last.code == "ok" ? "not-an-association-file" : last.code
                 return Association(entry: need.entry, service: need.service, appID: appID, associated: false, code: code, reason: last.reason)
