@@ -158,7 +158,16 @@ extension AASAFetchCommand {
             if !input.quiet {
                 for finding in loaded.findings { console.err(HumanRenderer.noteLine(finding)) }
             }
-            let entries = loaded.entries.filter { $0.service == .applinks && $0.isFetchable }
+            // An entry with an error (`entitlement-not-punycode`, …) never matches on a device, as
+            // `fetch` and `diagnose` say of it: it covers no URL here either.
+            let applinks = loaded.entries.filter { $0.service == .applinks && $0.isFetchable }
+            let entries = applinks.filter { $0.errorCode == nil }
+            if !input.quiet {
+                for entry in applinks {
+                    guard let error = entry.findings.first(where: { $0.severity == .error }) else { continue }
+                    console.err("aasa-fetch: \(TerminalText.escaped(entry.raw ?? "")) covers no URL, error \(error.code): \(TerminalText.escaped(error.message))")
+                }
+            }
             let plan = FetchPlan(entries: entries, prioritizer: DomainPrioritizer(region: input.effectiveRegion))
             // The store's approved files are used when present; only the missing ones are downloaded (and recorded).
             var files: [String: CompiledAssociation] = [:]

@@ -128,6 +128,27 @@ struct MatchCommandTests {
         #expect(objects[2]["nearest"] != nil)
     }
 
+    /// An entry `fetch` and `diagnose` call broken (`entitlement-not-punycode`: devices compare
+    /// ASCII names, so it never matches) opens no URL in `match` either, though the host behind it
+    /// serves a file that lists the app; stderr says why. The Punycode entry opens the same URL.
+    @Test(.timeLimit(.minutes(2)))
+    func anEntryWithAnErrorCoversNoURL() async throws {
+        let sites = try await ExampleSites.start()
+        defer { sites.stop() }
+        let url = "https://xn--bcher-kva.example/products/1"
+        let common = ["--app-id", "ABCDE12345.com.example.app", "--no-store", "--json"]
+        let unicode = try ToolRunner.run(["match", url, "--domain", "applinks:bücher.example"] + common, environment: sites.environment())
+        #expect(unicode.status == 1, "\(unicode.stderr)")
+        let decision = try unicode.json()
+        #expect(decision["decision"] as? String == "no_match", "\(unicode.stdout)")
+        #expect((decision["reason"] as? String)?.hasSuffix(" ") == false, "\(unicode.stdout)")
+        #expect(unicode.stderr.contains("applinks:bücher.example covers no URL, error entitlement-not-punycode"), "\(unicode.stderr)")
+
+        let ascii = try ToolRunner.run(["match", url, "--domain", "applinks:xn--bcher-kva.example"] + common, environment: sites.environment())
+        #expect(ascii.status == 0, "\(ascii.stderr)")
+        #expect(try ascii.json()["decision"] as? String == "match", "\(ascii.stdout)")
+    }
+
     /// A rule that decided with keys from `defaults` says which key came from which level, in
     /// human output and in JSON; a failing pattern from `defaults` says so too.
     @Test func saysWhenADefaultDecided() throws {

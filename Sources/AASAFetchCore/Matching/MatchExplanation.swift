@@ -323,7 +323,9 @@ extension URLMatcher {
             if candidates.isEmpty {
                 return MatchExplanation(
                     url: url, appID: appID, decision: .noMatch,
-                    reason: "host \(host) is not covered by the entitlement entries \(entitlementDomains.joined(separator: ", "))"
+                    reason: entitlementDomains.isEmpty
+                        ? "host \(host) is not covered: no usable applinks entitlement entry"
+                        : "host \(host) is not covered by the entitlement entries \(entitlementDomains.joined(separator: ", "))"
                 )
             }
             let present = candidates.compactMap { candidate in files[candidate].map { (Optional(candidate), $0) } }
