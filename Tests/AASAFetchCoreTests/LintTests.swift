@@ -83,6 +83,10 @@ struct LintTests {
         Case(components(#"{"/":"/a","comment":"1"},{"/":"/a","exclude":true}"#), "unreachable-rule", "/applinks/details/0/components/1"),
         Case(paths(#""/a","*","/b""#), "unreachable-rule", "/applinks/details/0/paths/2"),
         Case(paths(#""NOT *","/b""#), "unreachable-rule", "/applinks/details/0/paths/1"),
+        // `/*` is the usual catch-all: leading and trailing slashes do not count in matching.
+        Case(components(#"{"/":"/*"},{"/":"/a"}"#), "unreachable-rule", "/applinks/details/0/components/1"),
+        Case(components(#"{"/":"/*/","exclude":true},{"/":"/a"}"#), "unreachable-rule", "/applinks/details/0/components/1"),
+        Case(paths(#""/*","/a""#), "unreachable-rule", "/applinks/details/0/paths/1"),
         Case(paths(#""/a","/a""#), "unreachable-rule", "/applinks/details/0/paths/1"),
         Case(components(#"{"/":"NOT /private/*"}"#), "not-in-components", "/applinks/details/0/components/0/~1"),
         Case(paths(#""not /private/*""#), "not-prefix-malformed", "/applinks/details/0/paths/0"),

@@ -619,9 +619,15 @@ struct Linter {
 
     static func isAllStars(_ s: String) -> Bool { !s.isEmpty && s.unicodeScalars.allSatisfy { $0 == "*" } }
 
+    /// Whether a `/` pattern or legacy path matches every path as the matcher reads it: leading
+    /// and trailing slashes do not count, so `/*` and `*/` are as much catch-alls as `*`.
+    static func matchesEveryPath(_ s: String) -> Bool {
+        !s.isEmpty && CompiledPattern(s, role: .path).matchesEverything
+    }
+
     /// Whether a component matches every URL.
     static func isCatchAll(_ rule: ComponentRule) -> Bool {
-        let pathAll = rule.path.map(isAllStars) ?? true
+        let pathAll = rule.path.map(matchesEveryPath) ?? true
         let fragmentAll = rule.fragment.map(isAllStars) ?? true
         let queryAll: Bool
         switch rule.query {
@@ -636,7 +642,7 @@ struct Linter {
     /// `defaults` included).
     static func decidesEveryURL(_ detail: AppLinksDetail, applinks: AppLinks) -> Bool {
         if detail.components != nil { return applinks.resolvedComponents(of: detail).contains { isCatchAll($0.rule) } }
-        return (detail.paths ?? []).contains { isAllStars($0.hasPrefix("NOT ") ? String($0.dropFirst(4)) : $0) }
+        return (detail.paths ?? []).contains { matchesEveryPath($0.hasPrefix("NOT ") ? String($0.dropFirst(4)) : $0) }
     }
 
     mutating func componentRules(_ components: [ComponentRule], detail: AppLinksDetail, applinks: AppLinks) {
@@ -797,7 +803,7 @@ struct Linter {
                     at: pointer, fix: "Remove the repeated path.")
             }
             if earlier[pattern] == nil { earlier[pattern] = pointer }
-            if catchAll == nil, Self.isAllStars(pattern) { catchAll = pointer }
+            if catchAll == nil, Self.matchesEveryPath(pattern) { catchAll = pointer }
             pathChecks(pattern, pointer: pointer, legacy: true)
             if pattern.unicodeScalars.contains(where: { $0.value >= 0x80 }) {
                 add(

@@ -110,6 +110,12 @@ public final class CompiledPattern: Sendable {
     /// The longest literal run every matching text contains; checked before running the automaton.
     let requiredFactor: [UInt8]
 
+    /// Whether the pattern matches every text (`*`, and for a path `/*`).
+    var matchesEverything: Bool {
+        if case .anything = engine { return true }
+        return false
+    }
+
     enum Engine: Sendable {
         case anything
         case never
