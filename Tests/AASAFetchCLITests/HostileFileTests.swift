@@ -8,6 +8,65 @@ import Testing
 /// an exit status, at once and in bounded memory. The files are generated here.
 @Suite(.timeLimit(.minutes(5)))
 struct HostileFileTests {
+    /// A SQLite store is not trusted: a value of the wrong type in any column the commands read
+    /// (text in a number column, a number past `Int`'s range, a blob for a date) is
+    /// `store-corrupt` naming the file and the column, exit 2, on every command that reads it.
+    /// GRDB's row subscript stopped the process on such a value (SIGILL), and a failure count at
+    /// `Int.max` overflowed when the next failure was counted.
+    @Test func aStoreWithValuesOfTheWrongTypeIsCorruptNotACrash() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tampered-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let original = work.appendingPathComponent("original").path
+        let offline = ["--connect-to", "::127.0.0.1:9", "--allow-private", "--retry-delays", "0.01", "--quiet"]
+        let recorded = try ToolRunner.run(["--domain", "applinks:a.example.com", "--domain", "applinks:b.example.com",
+                                           "--app-id", "ABCDE12345.com.example.app"] + offline, cache: original)
+        #expect(recorded.status == 1, "\(recorded.stderr)")
+        let python = try #require(ChildProcess.find("python3"))
+        let cases: [(sql: String, column: String)] = [
+            ("UPDATE hosts SET tier = 'abc'", "tier"),
+            ("UPDATE hosts SET consecutive_failures = 1e300", "consecutive_failures"),
+            ("UPDATE hosts SET last_http_status = 'abc'", "last_http_status"),
+            ("UPDATE hosts SET added_at = X'00'", "added_at"),
+            ("UPDATE hosts SET next_check = 'soon'", "next_check"),
+            ("UPDATE hosts SET lease_owner = 'o', lease_expires = 'z'", "lease_expires"),
+            ("UPDATE history SET at = 'x'", "at"),
+        ]
+        let commands: [[String]] = [
+            ["show"], ["show", "a.example.com"], ["export", "--out", work.appendingPathComponent("out").path],
+            ["report", "--html", work.appendingPathComponent("r.html").path],
+            ["refresh", "--all"] + offline.filter { $0 != "--quiet" },
+        ]
+        for item in cases {
+            let copy = work.appendingPathComponent("copy").path
+            try? FileManager.default.removeItem(atPath: copy)
+            try FileManager.default.copyItem(atPath: original, toPath: copy)
+            let tamper = try ChildProcess.run(python, ["-c", "import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); d.execute(sys.argv[2]); d.commit()",
+                                                       copy + "/aasa-fetch.sqlite", item.sql])
+            #expect(tamper.status == 0, "\(tamper.standardError)")
+            var corrupt = 0
+            for command in commands {
+                let run = try ToolRunner.run(command, cache: copy)
+                #expect(run.status < 128, "\(item.sql) | \(command): killed by signal \(run.status - 128): \(run.stderr)")
+                #expect([0, 1, 2].contains(run.status), "\(item.sql) | \(command): \(run.status) \(run.stderr)")
+                if run.status == 2 {
+                    #expect(run.stderr.contains("store-corrupt: \(copy)/aasa-fetch.sqlite: the column \(item.column) holds"), "\(item.sql) | \(command): \(run.stderr)")
+                    corrupt += 1
+                }
+            }
+            #expect(corrupt >= 2, "\(item.sql): only \(corrupt) commands said store-corrupt")
+        }
+
+        // The most failures a file can claim: the next failure is counted without overflow.
+        let copy = work.appendingPathComponent("copy").path
+        try? FileManager.default.removeItem(atPath: copy)
+        try FileManager.default.copyItem(atPath: original, toPath: copy)
+        _ = try ChildProcess.run(python, ["-c", "import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); d.execute(sys.argv[2]); d.commit()",
+                                          copy + "/aasa-fetch.sqlite", "UPDATE hosts SET consecutive_failures = 9223372036854775807"])
+        let refresh = try ToolRunner.run(["refresh", "--all"] + offline, cache: copy)
+        #expect(refresh.status == 0 || refresh.status == 1, "\(refresh.status) \(refresh.stderr)")
+    }
+
     typealias F = AppFixtures
     typealias H = HostileFiles
 

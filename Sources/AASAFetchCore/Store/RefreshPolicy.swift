@@ -143,7 +143,8 @@ public struct RefreshPolicy: Sendable, Hashable {
                 nextCheck: now.addingTimeInterval(approvedLifetime(headers: result.headers)), outcome: outcome, events: events
             )
         case .transient, .denied:
-            let failures = (previous?.consecutiveFailures ?? 0) + 1
+            // Saturating: the count read from a store can be anything (a tampered file).
+            let failures = min(max(previous?.consecutiveFailures ?? 0, 0), Int.max - 1) + 1
             let detail = HistoryDetail(code: result.code, previousCode: previousCode, reason: result.reason, httpStatus: result.httpStatus)
             if wasApproved {
                 event(.broke, detail)

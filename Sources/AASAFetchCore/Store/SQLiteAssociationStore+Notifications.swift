@@ -42,11 +42,11 @@ extension SQLiteAssociationStore {
             let lease = try db.cachedStatement(sql: "UPDATE notifications SET lease_owner = ?, lease_expires = ? WHERE id = ?")
             var claimed: [QueuedNotification] = []
             for row in rows {
-                let id: Int64 = row["id"]
+                let id: Int64 = try row.value("id")
                 try lease.execute(arguments: [owner, time + leaseSeconds, id])
                 // A row this version cannot read stays queued for one that can (never expected).
-                guard let event = NotificationQueue.decode(row["event"]) else { continue }
-                claimed.append(QueuedNotification(id: id, event: event, attempts: row["attempts"]))
+                guard let event = NotificationQueue.decode(try row.value("event")) else { continue }
+                claimed.append(QueuedNotification(id: id, event: event, attempts: try row.value("attempts")))
             }
             return NotificationClaim(notifications: claimed, heldBy: nil, dropped: dropped, pending: pending)
         }
@@ -73,7 +73,7 @@ extension SQLiteAssociationStore {
     public func queuedNotifications() async throws -> [QueuedNotification] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT id, event, attempts FROM notifications ORDER BY id").compactMap { row in
-                NotificationQueue.decode(row["event"]).map { QueuedNotification(id: row["id"], event: $0, attempts: row["attempts"]) }
+                try NotificationQueue.decode(try row.value("event")).map { QueuedNotification(id: try row.value("id"), event: $0, attempts: try row.value("attempts")) }
             }
         }
     }

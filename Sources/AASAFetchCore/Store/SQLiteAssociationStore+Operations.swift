@@ -24,22 +24,22 @@ extension SQLiteAssociationStore {
             var claimed: [HostState] = []
             var last: Int64?
             for row in rows {
-                let id: Int64 = row[Self.columnAfterState]
+                let id: Int64 = try row.value(Self.columnAfterState)
                 try lease.execute(arguments: [owner, until, id])
-                var state = Self.state(from: row)
+                var state = try Self.state(from: row)
                 state.lease = HostLease(owner: owner, expires: Date(timeIntervalSince1970: until))
                 claimed.append(state)
                 last = id
             }
             let others = try Row.fetchAll(db, sql: """
-                SELECT lease_owner, COUNT(*) AS n, MIN(lease_expires) AS first_expiry FROM hosts
+                SELECT lease_owner, COUNT(*) AS n, MIN(lease_expires) AS lease_expires FROM hosts
                 WHERE \(selection) AND lease_expires > ? AND lease_owner <> ?
                 GROUP BY lease_owner ORDER BY lease_owner
                 """, arguments: selectionArguments + [time, owner])
-            let expiry = others.compactMap { $0["first_expiry"] as Double? }.min()
+            let expiry = try others.compactMap { try $0.value("lease_expires") as Double? }.min()
             let claim = DueClaim(
-                hosts: claimed, leasedElsewhere: others.reduce(0) { $0 + ($1["n"] as Int? ?? 0) },
-                otherOwners: others.compactMap { $0["lease_owner"] }, nextLeaseExpiry: expiry.map { Date(timeIntervalSince1970: $0) })
+                hosts: claimed, leasedElsewhere: try others.reduce(0) { $0 + (try $1.value("n") as Int? ?? 0) },
+                otherOwners: try others.compactMap { try $0.value("lease_owner") }, nextLeaseExpiry: expiry.map { Date(timeIntervalSince1970: $0) })
             return ForcedClaim(claim: claim, cursor: last)
         }
     }
@@ -53,9 +53,9 @@ extension SQLiteAssociationStore {
             var histories: [HostKey: [HistoryEvent]] = [:]
             for key in keys {
                 let rows = try Row.fetchAll(statement, arguments: [key.host, key.route.rawValue, max(0, limit)])
-                histories[key] = rows.reversed().compactMap { row in
-                    HistoryEvent.stored(host: row["host"], route: row["route"], at: Date(timeIntervalSince1970: row["at"]),
-                                        kind: row["kind"], detail: row["detail"])
+                histories[key] = try rows.reversed().compactMap { row in
+                    HistoryEvent.stored(host: try row.value("host"), route: try row.value("route"), at: Date(timeIntervalSince1970: try row.value("at")),
+                                        kind: try row.value("kind"), detail: try row.value("detail"))
                 }
             }
             return histories

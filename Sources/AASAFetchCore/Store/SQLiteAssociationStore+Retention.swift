@@ -37,10 +37,10 @@ extension SQLiteAssociationStore {
             """)
         var seeds: [StatementArguments] = []
         while let row = try rows.next() {
-            let body = [UInt8]((row["approved_body"] as Data?) ?? Data())
-            let at: Double = row["at"]
-            seeds.append([row["host"] as String, row["route"] as String, at, at, body.count, SHA256.hex(body),
-                          row["etag"] as String?, row["last_modified"] as String?, Data(body)])
+            let body = [UInt8]((try row.value("approved_body") as Data?) ?? Data())
+            let at: Double = try row.value("at")
+            seeds.append([try row.value("host") as String, try row.value("route") as String, at, at, body.count, SHA256.hex(body),
+                          try row.value("etag") as String?, try row.value("last_modified") as String?, Data(body)])
         }
         for seed in seeds { try insert.execute(arguments: seed) }
     }
@@ -99,8 +99,8 @@ extension SQLiteAssociationStore {
                 """)
             var unneeded: [(Int64, HostKey)] = []
             for row in touched {
-                let host: String = row["host"]
-                let route: String = row["route"]
+                let host: String = try row.value("host")
+                let route: String = try row.value("route")
                 if let id = try Int64.fetchOne(mark, arguments: [time, host, route]) {
                     unneeded.append((id, HostKey(host: host, route: Route(rawValue: route) ?? .origin)))
                 }
@@ -119,8 +119,8 @@ extension SQLiteAssociationStore {
                 """, arguments: [cutoff, time, max(0, limit)])
             var removed: [HostKey] = []
             for row in rows {
-                let (host, route): (String, String) = (row["host"], row["route"])
-                try db.execute(sql: "DELETE FROM hosts WHERE id = ?", arguments: [row["id"] as Int64])
+                let (host, route): (String, String) = (try row.value("host"), try row.value("route"))
+                try db.execute(sql: "DELETE FROM hosts WHERE id = ?", arguments: [try row.value("id") as Int64])
                 try db.execute(sql: "DELETE FROM history WHERE host = ? AND route = ?", arguments: [host, route])
                 try db.execute(sql: "DELETE FROM versions WHERE host = ? AND route = ?", arguments: [host, route])
                 removed.append(HostKey(host: host, route: Route(rawValue: route) ?? .origin))
@@ -145,11 +145,11 @@ extension SQLiteAssociationStore {
                 SELECT fetched_at, approved_at, size, digest, etag, last_modified, \(bodies ? "body" : "NULL AS body")
                 FROM versions WHERE host = ? AND route = ? ORDER BY id DESC
                 """, arguments: [key.host, key.route.rawValue])
-            return rows.enumerated().map { index, row in
+            return try rows.enumerated().map { index, row in
                 StoredVersion(
-                    key: key, index: -index, fetchedAt: Date(timeIntervalSince1970: row["fetched_at"]),
-                    approvedAt: Date(timeIntervalSince1970: row["approved_at"]), size: row["size"], digest: row["digest"],
-                    etag: row["etag"], lastModified: row["last_modified"], body: (row["body"] as Data?).map { [UInt8]($0) })
+                    key: key, index: -index, fetchedAt: Date(timeIntervalSince1970: try row.value("fetched_at")),
+                    approvedAt: Date(timeIntervalSince1970: try row.value("approved_at")), size: try row.value("size"), digest: try row.value("digest"),
+                    etag: try row.value("etag"), lastModified: try row.value("last_modified"), body: (try row.value("body") as Data?).map { [UInt8]($0) })
             }
         }
     }

@@ -310,7 +310,7 @@ public struct SQLiteAssociationStore: AssociationStore {
                 WHERE next_check <= ? AND (lease_expires IS NULL OR lease_expires <= ?) AND unneeded_since IS NULL
                 ORDER BY tier, id LIMIT ?
                 """, arguments: [time, time, max(0, limit)])
-            let claimed = rows.map(Self.state(from:))
+            let claimed = try rows.map { try Self.state(from: $0) }
             let lease = try db.cachedStatement(sql: "UPDATE hosts SET lease_owner = ?, lease_expires = ? WHERE host = ? AND route = ?")
             for state in claimed {
                 try lease.execute(arguments: [owner, time + leaseSeconds, state.key.host, state.key.route.rawValue])
@@ -320,7 +320,7 @@ public struct SQLiteAssociationStore: AssociationStore {
                 WHERE next_check <= ? AND lease_expires > ? AND lease_owner <> ? AND unneeded_since IS NULL
                 GROUP BY lease_owner ORDER BY lease_owner
                 """, arguments: [time, time, owner])
-            let leasedElsewhere = others.reduce(0) { $0 + ($1["n"] as Int? ?? 0) }
+            let leasedElsewhere = try others.reduce(0) { $0 + (try $1.value("n") as Int? ?? 0) }
             let expiry = try Double.fetchOne(db, sql: """
                 SELECT MIN(lease_expires) FROM hosts WHERE next_check <= ? AND lease_expires > ? AND lease_owner <> ? AND unneeded_since IS NULL
                 """, arguments: [time, time, owner])
@@ -329,7 +329,7 @@ public struct SQLiteAssociationStore: AssociationStore {
                 leased.lease = HostLease(owner: owner, expires: Date(timeIntervalSince1970: time + leaseSeconds))
                 return leased
             }
-            return DueClaim(hosts: hosts, leasedElsewhere: leasedElsewhere, otherOwners: others.compactMap { $0["lease_owner"] },
+            return DueClaim(hosts: hosts, leasedElsewhere: leasedElsewhere, otherOwners: try others.compactMap { try $0.value("lease_owner") },
                             nextLeaseExpiry: expiry.map { Date(timeIntervalSince1970: $0) })
         }
     }
@@ -437,8 +437,8 @@ public struct SQLiteAssociationStore: AssociationStore {
                 // By position (entry, app_id, service, host, route), read in place: a name would be
                 // looked up by lowercasing every column's name of a copied row.
                 needs[key] = try Array(Row.fetchCursor(statement, arguments: [key.host, key.route.rawValue]).map { row in
-                    EntryNeed(entry: row[0], service: Service(name: row[2]), host: row[3],
-                              route: Route(rawValue: row[4]) ?? .origin, appID: row[1])
+                    EntryNeed(entry: try row.value(0), service: Service(name: try row.value(2)), host: try row.value(3),
+                              route: Route(rawValue: try row.value(4)) ?? .origin, appID: try row.value(1))
                 })
             }
             return needs
@@ -451,7 +451,7 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     public func allHosts() async throws -> [HostState] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Self.summaryColumns) FROM hosts ORDER BY id").map(Self.state(from:))
+            try Row.fetchAll(db, sql: "SELECT \(Self.summaryColumns) FROM hosts ORDER BY id").map { try Self.state(from: $0) }
         }
     }
 
@@ -460,12 +460,12 @@ public struct SQLiteAssociationStore: AssociationStore {
             let rows = try Row.fetchAll(db, sql: """
                 SELECT host, route, at, kind, detail FROM history WHERE host = ? AND route = ? ORDER BY id DESC LIMIT ?
                 """, arguments: [key.host, key.route.rawValue, limit])
-            return rows.reversed().compactMap { row -> HistoryEvent? in
-                guard let kind = HistoryKind(rawValue: row["kind"]) else { return nil }
-                let text: String = row["detail"]
+            return try rows.reversed().compactMap { row -> HistoryEvent? in
+                guard let kind = HistoryKind(rawValue: try row.value("kind")) else { return nil }
+                let text: String = try row.value("detail")
                 let detail = (try? JSONDecoder().decode(HistoryDetail.self, from: Data(text.utf8))) ?? HistoryDetail()
-                return HistoryEvent(key: HostKey(host: row["host"], route: Route(rawValue: row["route"]) ?? .origin),
-                                    at: Date(timeIntervalSince1970: row["at"]), kind: kind, detail: detail)
+                return HistoryEvent(key: HostKey(host: try row.value("host"), route: Route(rawValue: try row.value("route")) ?? .origin),
+                                    at: Date(timeIntervalSince1970: try row.value("at")), kind: kind, detail: detail)
             }
         }
     }
@@ -529,7 +529,7 @@ public struct SQLiteAssociationStore: AssociationStore {
             try Row.fetchAll(db, sql: """
                 EXPLAIN QUERY PLAN SELECT \(Self.stateColumns) FROM hosts
                 WHERE next_check <= 0 AND (lease_expires IS NULL OR lease_expires <= 0) AND unneeded_since IS NULL ORDER BY tier, id LIMIT 10
-                """).map { $0["detail"] as String? ?? "" }
+                """).map { try $0.value("detail") as String? ?? "" }
         }
     }
 
@@ -557,7 +557,7 @@ public struct SQLiteAssociationStore: AssociationStore {
             // the row's 21 values first).
             let cursor = try Row.fetchCursor(statement, arguments: [key.host, key.route.rawValue])
             try withExtendedLifetime(cursor) {
-                if let row = try cursor.next() { states[key] = state(from: row) }
+                if let row = try cursor.next() { states[key] = try state(from: row) }
             }
         }
         return states
@@ -579,33 +579,33 @@ public struct SQLiteAssociationStore: AssociationStore {
     static let columnAfterState = Column.count
 
     /// A host's state from a row that starts with ``stateColumns`` or ``summaryColumns``.
-    static func state(from row: Row) -> HostState {
-        let key = HostKey(host: row[Column.host], route: Route(rawValue: row[Column.route]) ?? .origin)
+    static func state(from row: Row) throws(StoredValueMismatch) -> HostState {
+        let key = HostKey(host: try row.value(Column.host), route: Route(rawValue: try row.value(Column.route)) ?? .origin)
         var last: StoredResult?
-        if let code = row[Column.lastCode] as String? {
-            let headers = StoredHeaders.decode(row[Column.lastHeaders] as String?)
+        if let code = try row.value(Column.lastCode) as String? {
+            let headers = StoredHeaders.decode(try row.value(Column.lastHeaders) as String?)
             last = StoredResult(
-                code: code, reason: row[Column.lastReason] ?? "", httpStatus: row[Column.lastHTTPStatus], url: row[Column.lastURL] ?? "",
-                headers: headers, body: (row[Column.lastBody] as Data?).map { [UInt8]($0) },
-                fetchedAt: Date(timeIntervalSince1970: row[Column.fetchedAt] ?? 0)
+                code: code, reason: try row.value(Column.lastReason) ?? "", httpStatus: try row.value(Column.lastHTTPStatus), url: try row.value(Column.lastURL) ?? "",
+                headers: headers, body: (try row.value(Column.lastBody) as Data?).map { [UInt8]($0) },
+                fetchedAt: Date(timeIntervalSince1970: try row.value(Column.fetchedAt) ?? 0)
             )
         }
         var lease: HostLease?
-        if let owner = row[Column.leaseOwner] as String?, let expires = row[Column.leaseExpires] as Double? {
+        if let owner = try row.value(Column.leaseOwner) as String?, let expires = try row.value(Column.leaseExpires) as Double? {
             lease = HostLease(owner: owner, expires: Date(timeIntervalSince1970: expires))
         }
         var state = HostState(
-            key: key, tier: row[Column.tier], lastResult: last,
-            approvedBody: (row[Column.approvedBody] as Data?).map { [UInt8]($0) },
-            approvedAt: (row[Column.approvedAt] as Double?).map { Date(timeIntervalSince1970: $0) },
-            validators: CacheValidators(etag: row[Column.etag], lastModified: row[Column.lastModified]),
-            consecutiveFailures: row[Column.consecutiveFailures],
-            nextCheck: Date(timeIntervalSince1970: row[Column.nextCheck]),
+            key: key, tier: try row.value(Column.tier), lastResult: last,
+            approvedBody: (try row.value(Column.approvedBody) as Data?).map { [UInt8]($0) },
+            approvedAt: (try row.value(Column.approvedAt) as Double?).map { Date(timeIntervalSince1970: $0) },
+            validators: CacheValidators(etag: try row.value(Column.etag), lastModified: try row.value(Column.lastModified)),
+            consecutiveFailures: try row.value(Column.consecutiveFailures),
+            nextCheck: Date(timeIntervalSince1970: try row.value(Column.nextCheck)),
             lease: lease,
-            addedAt: Date(timeIntervalSince1970: row[Column.addedAt]),
-            unneededSince: (row[Column.unneededSince] as Double?).map { Date(timeIntervalSince1970: $0) }
+            addedAt: Date(timeIntervalSince1970: try row.value(Column.addedAt)),
+            unneededSince: (try row.value(Column.unneededSince) as Double?).map { Date(timeIntervalSince1970: $0) }
         )
-        state.approvedSize = row[Column.approvedSize]
+        state.approvedSize = try row.value(Column.approvedSize)
         return state
     }
 
@@ -684,6 +684,7 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     static func storeError(_ error: any Error, path: String) -> StoreError {
         if let error = error as? StoreError { return error }
+        if let error = error as? StoredValueMismatch { return StoreError(code: "store-corrupt", message: "\(path): \(error.text)") }
         guard let error = error as? DatabaseError else {
             return StoreError(code: "store-error", message: "\(path): \(error)")
         }
