@@ -71,7 +71,9 @@ extension AASAFetchCommand {
             }
             var page = StatusPage(historyLimit: historyLimit)
             do {
-                let database = try await store.open(create: false)
+                // Read-only, as show and export: a status page is often made by another user
+                // than the one that records (the web server's).
+                let database = try await store.open(create: false, readOnly: true)
                 try await StoredVerdict.walk(database, historyLimit: historyLimit) { chunk in
                     for (verdict, history) in chunk { page.add(verdict, history: history) }
                 }

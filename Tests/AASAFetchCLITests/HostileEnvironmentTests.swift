@@ -649,8 +649,9 @@ struct HostileEnvironmentTests {
 
     // MARK: - Read-only store
 
-    /// `show` and `export` only read: they work on a store in a read-only folder (a read-only bind
-    /// mount in a mount namespace of its own); a command that writes says `store-unreadable`, exit 2.
+    /// `show`, `export` and `report` only read: they work on a store in a read-only folder (a
+    /// read-only bind mount in a mount namespace of its own); a command that writes says
+    /// `store-unreadable`, exit 2.
     @Test(.enabled(if: Self.namespaces))
     func aReadOnlyStoreCanBeShownAndExported() async throws {
         let (server, ca) = try await Self.server()
@@ -675,6 +676,10 @@ struct HostileEnvironmentTests {
         let exported = try run("export --json --out \(Self.quoted(out.path))")
         #expect(exported.status == 0, "\(exported.standardError)")
         #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("origin/r1.fault.test.json").path))
+        let page = work.appendingPathComponent("status.html")
+        let report = try run("report --html \(Self.quoted(page.path))")
+        #expect(report.status == 0, "\(report.standardError)")
+        #expect((try? String(contentsOf: page, encoding: .utf8))?.contains("r1.fault.test") == true)
         let refresh = try run("refresh --now 2100-01-01T00:00:00Z " + Self.network(server, ca).dropLast(2).map(Self.quoted).joined(separator: " "))
         #expect(refresh.status == 2, "\(refresh.standardError)")
         #expect(refresh.standardError.contains("store-unreadable"), "\(refresh.standardError)")

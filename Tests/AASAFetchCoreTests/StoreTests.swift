@@ -1,4 +1,5 @@
 @testable import AASAFetchCore
+import AASAFetchTestSupport
 import Foundation
 import Testing
 
@@ -68,6 +69,40 @@ struct StoreTests {
         } catch let error as StoreError {
             #expect(error.code == "store-corrupt", "\(error)")
         }
+    }
+
+    /// An empty file (truncated to nothing, a stray `>`) where the store should be is
+    /// `store-missing` for a command that does not create stores (`refresh`, `show`, `report`): it
+    /// used to be made a new, empty store, and a cron `refresh` then said nothing, for good. The
+    /// file is left as it was; a recording command (`create`) still makes the store in it.
+    @Test func anEmptyFileIsNoStore() async throws {
+        let temporary = TemporaryStore()
+        try FileManager.default.createDirectory(at: temporary.folder, withIntermediateDirectories: true)
+        let url = URL(fileURLWithPath: temporary.path)
+        try Data().write(to: url)
+        for readOnly in [false, true] {
+            do {
+                _ = try SQLiteAssociationStore(path: temporary.path, create: false, readOnly: readOnly)
+                Issue.record("an empty file opened as a store (readOnly: \(readOnly))")
+            } catch let error as StoreError {
+                #expect(error.code == "store-missing", "\(error)")
+                #expect(error.message.contains("holds no store"), "\(error)")
+            }
+        }
+        #expect(try Data(contentsOf: url).isEmpty, "the empty file was written")
+        // An empty SQLite database (no aasa-fetch schema) is no store either.
+        let python = try #require(ChildProcess.find("python3"))
+        let made = try ChildProcess.run(python, ["-c", "import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); d.execute('PRAGMA user_version = 1'); d.commit()",
+                                                 temporary.path])
+        #expect(made.status == 0, "\(made.standardError)")
+        do {
+            _ = try SQLiteAssociationStore(path: temporary.path, create: false)
+            Issue.record("an empty database opened as a store")
+        } catch let error as StoreError {
+            #expect(error.code == "store-missing", "\(error)")
+        }
+        let created = try SQLiteAssociationStore(path: temporary.path, create: true)
+        #expect(try await created.allHosts().isEmpty)
     }
 
     @Test func newerSchemaIsRefused() async throws {

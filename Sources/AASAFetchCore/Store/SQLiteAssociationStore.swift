@@ -50,6 +50,8 @@ public struct SQLiteAssociationStore: AssociationStore {
             }
         } else if !fileManager.isReadableFile(atPath: path) {
             throw StoreError(code: "store-unreadable", message: "cannot read \(path): permission denied")
+        } else if !create, (try? fileManager.attributesOfItem(atPath: path))?[.size] as? UInt64 == 0 {
+            throw Self.emptyStore(path)  // before SQLite writes a header into it
         }
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
@@ -67,7 +69,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         // The usual case, without a lock: the file exists and is up to date.
         if existed {
             do {
-                if let ready = try Self.open(path: path, configuration: configuration, migrate: false) {
+                if let ready = try Self.open(path: path, configuration: configuration, migrate: false, create: create) {
                     queue = ready
                     return
                 }
@@ -86,7 +88,7 @@ public struct SQLiteAssociationStore: AssociationStore {
             let deadline = Date().addingTimeInterval(busyTimeout)
             while true {
                 do throws(StoreError) {
-                    return try Self.open(path: path, configuration: configuration, migrate: true)
+                    return try Self.open(path: path, configuration: configuration, migrate: true, create: create)
                 } catch where error.code == "store-locked" && Date() < deadline {
                     usleep(20_000)
                 }
@@ -97,25 +99,33 @@ public struct SQLiteAssociationStore: AssociationStore {
     }
 
     /// Opens the queue and checks the schema; runs the missing migrations when `migrate` is true,
-    /// else returns `nil` when some are missing.
-    private static func open(path: String, configuration: Configuration, migrate: Bool) throws(StoreError) -> DatabaseQueue? {
+    /// else returns `nil` when some are missing. Without `create`, a file that holds no store at
+    /// all (empty: truncated to nothing, a stray `>`) is `store-missing`, as no file is: a store is
+    /// never made anew in it by a command that only reads or refreshes.
+    private static func open(path: String, configuration: Configuration, migrate: Bool, create: Bool) throws(StoreError) -> DatabaseQueue? {
         do {
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             let migrator = Self.migrator
-            let (superseded, complete) = try queue.read { db in
-                (try migrator.hasBeenSuperseded(db), try migrator.hasCompletedMigrations(db))
+            let (superseded, complete, empty) = try queue.read { db in
+                (try migrator.hasBeenSuperseded(db), try migrator.hasCompletedMigrations(db), try migrator.appliedIdentifiers(db).isEmpty)
             }
             if superseded {
                 throw StoreError(code: "store-newer-schema", message: "\(path) was written by a newer aasa-fetch (unknown schema migrations)")
             }
             if !complete {
                 guard migrate else { return nil }
+                if empty, !create { throw Self.emptyStore(path) }
                 try migrator.migrate(queue)
             }
             return queue
         } catch {
             throw Self.storeError(error, path: path)
         }
+    }
+
+    /// The failure for a file that holds no store (empty) where one must exist.
+    private static func emptyStore(_ path: String) -> StoreError {
+        StoreError(code: "store-missing", message: "\(path) holds no store (an empty file; run aasa-fetch --entitlements … first, or pass --cache DIR)")
     }
 
     /// Opens the file read-only. SQLite cannot open a WAL file read-only when it may not create the
@@ -131,7 +141,8 @@ public struct SQLiteAssociationStore: AssociationStore {
                 throw StoreError(code: "store-newer-schema", message: "\(path) was written by a newer aasa-fetch (unknown schema migrations)")
             }
             if !complete {
-                throw StoreError(code: "store-error", message: "\(path) has no complete schema yet and is opened read-only here; run a command that records first")
+                if try queue.read({ db in try migrator.appliedIdentifiers(db).isEmpty }) { throw Self.emptyStore(path) }
+                throw StoreError(code: "store-error", message: "\(path) was written by an older aasa-fetch and is opened read-only here; run aasa-fetch refresh once to upgrade it")
             }
             return queue
         }
