@@ -82,7 +82,8 @@ struct ShowReport: Encodable {
             lastModified = state.validators.lastModified
             consecutiveFailures = state.consecutiveFailures
             nextCheck = state.nextCheck
-            due = state.nextCheck <= record.now
+            // An unneeded host is never due: refresh no longer fetches it.
+            due = state.unneededSince == nil && state.nextCheck <= record.now
             lease = state.lease.flatMap { $0.expires > record.now ? Lease(owner: $0.owner, expires: $0.expires) : nil }
             unneededSince = state.unneededSince
             entries = record.entries

@@ -48,6 +48,9 @@ struct RetentionCommandTests {
         let all = try sites.run(["refresh", "--all", "--now", Self.later(days: 3), "--json"] + sites.network)
         #expect(try Self.hosts(all).compactMap { $0["host"] as? String }.contains(dropped) == false)
         #expect((sites.requestCounts()[dropped] ?? 0) == before, "an unneeded host is never fetched by a refresh")
+        // So `show` never calls it due, however late (the others are).
+        let late = try Self.hosts(try sites.run(["show", "--json", "--now", Self.later(days: 5)]))
+        #expect(late.map { $0["due"] as? Bool } == [true, true, false], "\(late)")
 
         // Kept within the grace period, and forever with --prune-after never.
         let within = try sites.run(["refresh", "--now", Self.later(days: 20), "--json"] + sites.network)
