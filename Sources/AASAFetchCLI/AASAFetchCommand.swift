@@ -83,7 +83,7 @@ extension AASAFetchCommand {
         } catch {
             exit(reporting: error, console: console(for: arguments))
         }
-        await run(arguments: resolution.arguments, warnings: resolution.warnings, blame: blame, commandLine: arguments)
+        await run(arguments: resolution.arguments, warnings: resolution.warnings, blame: blame)
     }
 
     /// The console for a run with `arguments`, told before parsing whether the run speaks JSON, so
@@ -103,9 +103,9 @@ extension AASAFetchCommand {
 
     /// Parses `arguments` (the command line with the options of the environment and the config
     /// file added), prints `warnings` and runs the command. When the parse fails, `blame` names the
-    /// added option at fault, reported as the command line (`commandLine`) alone would be; else the
-    /// parser's error is reported as before.
-    static func run(arguments: [String], warnings: [String] = [], blame: OptionSources.Blame? = nil, commandLine: [String]? = nil) async {
+    /// added option at fault (in the format the resolved options ask for, so `AASA_FETCH_JSON` gets
+    /// a JSON error document); else the parser's error is reported as before.
+    static func run(arguments: [String], warnings: [String] = [], blame: OptionSources.Blame? = nil) async {
         let parsed: any ParsableCommand
         do {
             parsed = try parseAsRoot(arguments)
@@ -114,7 +114,9 @@ extension AASAFetchCommand {
                 do {
                     try blame.check(failure: error)
                 } catch let blamed {
-                    exit(reporting: blamed, console: console(for: commandLine ?? arguments))
+                    // The format the run asked for, wherever it came from (`AASA_FETCH_JSON`, the
+                    // config file's `json`): the error document is then JSON too.
+                    exit(reporting: blamed, console: console(for: arguments))
                 }
             }
             for warning in warnings {

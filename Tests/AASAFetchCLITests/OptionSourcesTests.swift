@@ -242,4 +242,26 @@ import Testing
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("AASA_FETCH_MAX_TIME='soon'"), "\(bad.stderr)")
     }
+
+    /// JSON asked for by the environment or the config file gets the error document on standard
+    /// output when the refused value comes from there too (it was printed only for `--json` typed
+    /// on the command line).
+    @Test func jsonFromTheEnvironmentOrTheFileGetsTheErrorDocument() throws {
+        let fromEnvironment = try ToolRunner.run(["--domain", "applinks:example.com"],
+                                                 environment: ["AASA_FETCH_JSON": "1", "AASA_FETCH_CONCURRENCY": "0"])
+        #expect(fromEnvironment.status == 64, "\(fromEnvironment.stderr)")
+        let error = try #require(try fromEnvironment.json()["error"] as? [String: Any], "\(fromEnvironment.stdout)")
+        #expect(error["code"] as? String == "usage")
+        #expect((error["message"] as? String)?.contains("AASA_FETCH_CONCURRENCY='0'") == true, "\(error)")
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("json-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let config = folder.appendingPathComponent("aasa-fetch.json").path
+        try #"{"json": true, "region": "zz"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let fromFile = try ToolRunner.run(["plan", "--domain", "applinks:example.com", "--config", config])
+        #expect(fromFile.status == 64, "\(fromFile.stderr)")
+        let fileError = try #require(try fromFile.json()["error"] as? [String: Any], "\(fromFile.stdout)")
+        #expect((fileError["message"] as? String)?.contains("\"region\" (zz)") == true, "\(fileError)")
+    }
 }
