@@ -29,10 +29,6 @@ extension AASAFetchCommand {
         /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
         @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
-        func validate() throws {
-            if host == nil { try input.requireEntries(alternatives: "a HOST") }
-        }
-
         /// The entry `HOST` names: a whole entry when it starts with a known service, else `applinks:HOST`.
         static func entry(forHost host: String) -> String {
             let prefix = host.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
@@ -57,6 +53,7 @@ extension AASAFetchCommand {
         }
 
         func run() async throws {
+            if host == nil { try input.requireEntries(command: "diagnose", alternatives: "a HOST") }
             let console = Console.standard
             let loaded = try input.loadOrExit(console: console, adding: host.map { [Self.entry(forHost: $0)] } ?? [])
             if loaded.entries.isEmpty {

@@ -35,11 +35,8 @@ extension AASAFetchCommand {
         private var noStore: Bool { storage.noStore }
         private var quiet: Bool { input.quiet }
 
-        func validate() throws {
-            try input.requireEntries()
-        }
-
         func run() async throws {
+            try input.requireEntries(command: "fetch")
             let console = Console.standard
             if input.domainsFile != nil {
                 try await runSpooled(console: console)

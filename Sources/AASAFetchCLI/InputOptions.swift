@@ -45,11 +45,16 @@ struct InputOptions: ParsableArguments {
     /// Whether any entry source was given.
     var hasEntries: Bool { entitlementsPath != nil || appPath != nil || !domains.isEmpty || domainsFile != nil }
 
-    /// Throws the usage error of a command that was given no entries (`alternatives` names the
-    /// command's other ways to get some, e.g. "a HOST").
-    func requireEntries(alternatives: String? = nil) throws {
+    /// Throws the usage error (exit 64) of `command` when it was given no entries (`alternatives`
+    /// names the command's other ways to get some, e.g. "a HOST"). Commands call it in `run`, not
+    /// in `validate`: the parser's own errors (an unknown option, a stray argument) come first, and
+    /// they are often why no input was seen.
+    func requireEntries(command: String, alternatives: String? = nil) throws(CommandFailure) {
         guard !hasEntries else { return }
-        throw ValidationError("give \(alternatives.map { "\($0), " } ?? "")--entitlements FILE, --app PATH, --domain ENTRY or --domains FILE")
+        throw CommandFailure(
+            code: "usage",
+            message: "give \(alternatives.map { "\($0), " } ?? "")--entitlements FILE, --app PATH, --domain ENTRY or --domains FILE (aasa-fetch \(command) --help lists every option)",
+            status: ExitStatus.usage)
     }
 
     /// The parsed `--define` values.

@@ -19,11 +19,8 @@ extension AASAFetchCommand {
         /// `--config FILE`, `--no-config` (read by ``OptionSources`` before parsing).
         @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
-        func validate() throws {
-            try input.requireEntries()
-        }
-
         func run() async throws {
+            try input.requireEntries(command: "plan")
             let console = Console.standard
             let loaded = try input.loadOrExit(console: console)
             let region = input.effectiveRegion

@@ -78,9 +78,13 @@ struct InputGrammarTests {
         for bad in [["--entitlements", "E", "--app", "A"], ["--domain", "x.example", "--define", "NOVALUE"], ["--domain", "x.example", "--region", "XX"]] {
             #expect(throws: (any Error).self, "\(name) \(bad)") { try AASAFetchCommand.parseAsRoot(prefix + bad) }
         }
-        if name != "diagnose" {
-            // diagnose takes a HOST instead; the others need some input.
+        if name == "match" {
+            // match also takes --aasa or --cases: its validation says what is missing.
             #expect(throws: (any Error).self, "\(name)") { try AASAFetchCommand.parseAsRoot(prefix) }
+        } else if name != "diagnose" {
+            // diagnose takes a HOST instead; the others need some input, checked when they run
+            // (after the parser's own errors).
+            #expect(throws: CommandFailure.self, "\(name)") { try Self.input(prefix).requireEntries(command: name) }
         }
     }
 

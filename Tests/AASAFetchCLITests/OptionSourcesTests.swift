@@ -243,6 +243,25 @@ import Testing
         #expect(bad.stderr.contains("AASA_FETCH_MAX_TIME='soon'"), "\(bad.stderr)")
     }
 
+    /// A mistyped option or a stray argument is the error reported, not the missing input it
+    /// caused (the check for input ran first and hid it); no input at all is still named.
+    @Test func theParsersErrorComesBeforeTheMissingInput() throws {
+        let cases: [([String], String)] = [
+            (["--entitlement", "app.entitlements"], "Unknown option '--entitlement'"),
+            (["plan", "--domian", "applinks:example.com"], "Unknown option '--domian'"),
+            (["plan", "applinks:example.com"], "Unexpected argument 'applinks:example.com'"),
+            (["diagnose", "--app-ids", "X"], "Unknown option '--app-ids'"),
+            (["plan"], "give --entitlements FILE"),
+            ([], "give --entitlements FILE"),
+            (["diagnose"], "give a HOST, --entitlements FILE"),
+        ]
+        for (arguments, message) in cases {
+            let run = try ToolRunner.run(arguments)
+            #expect(run.status == 64, "\(arguments): \(run.stderr)")
+            #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
+        }
+    }
+
     /// JSON asked for by the environment or the config file gets the error document on standard
     /// output when the refused value comes from there too (it was printed only for `--json` typed
     /// on the command line).
