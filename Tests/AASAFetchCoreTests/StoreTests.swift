@@ -105,6 +105,25 @@ struct StoreTests {
         #expect(try await created.allHosts().isEmpty)
     }
 
+    /// A file where the store's folder should be is `store-unreadable` for every command, as it
+    /// is for one that creates the store (readers said `store-missing`, which no run can mend).
+    @Test func aFileWhereTheFolderShouldBeIsUnreadable() async throws {
+        let temporary = TemporaryStore()
+        try FileManager.default.createDirectory(at: temporary.folder, withIntermediateDirectories: true)
+        let file = temporary.folder.appendingPathComponent("not-a-folder")
+        try Data("x".utf8).write(to: file)
+        for path in [file.appendingPathComponent("aasa-fetch.sqlite").path, file.appendingPathComponent("sub/aasa-fetch.sqlite").path] {
+            for (create, readOnly) in [(false, false), (false, true), (true, false)] {
+                do {
+                    _ = try SQLiteAssociationStore(path: path, create: create, readOnly: readOnly)
+                    Issue.record("a store opened under a file (\(path))")
+                } catch let error as StoreError {
+                    #expect(error.code == "store-unreadable", "\(path) create \(create) readOnly \(readOnly): \(error)")
+                }
+            }
+        }
+    }
+
     @Test func newerSchemaIsRefused() async throws {
         let temporary = TemporaryStore()
         let store = try temporary.open()

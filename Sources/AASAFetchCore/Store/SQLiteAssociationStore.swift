@@ -43,6 +43,10 @@ public struct SQLiteAssociationStore: AssociationStore {
         let existed = fileManager.fileExists(atPath: path)
         if !existed {
             guard create, !readOnly else {
+                // A file where the folder should be is not a missing store: no run could make one.
+                if access(path, F_OK) != 0, errno == ENOTDIR {
+                    throw StoreError(code: "store-unreadable", message: "cannot use \(path): Not a directory (a file stands where the store's folder should be)")
+                }
                 throw StoreError(code: "store-missing", message: "no store at \(path) (run aasa-fetch --entitlements … first, or pass --cache DIR)")
             }
             if !directory.isEmpty, let failure = SystemReason.createFolder(directory, parents: true) {
