@@ -136,6 +136,7 @@ extension AASAFetchCommand {
 
         func validate() throws {
             if versions && host == nil { throw ValidationError("--versions lists the kept files of one host: show HOST --versions") }
+            if historyLimit < 0 { throw ValidationError("--history-limit must be 0 or more") }
         }
 
         func run() async throws {
@@ -165,7 +166,7 @@ extension AASAFetchCommand {
                             }
                             if !need.appID.isEmpty { byEntry[need.entry]?.appIDs.append(need.appID) }
                         }
-                        let history = try await database.history(of: key, limit: max(0, historyLimit))
+                        let history = try await database.history(of: key, limit: historyLimit)
                         let kept = versions ? try await database.versions(of: key, bodies: false) : nil
                         found.append(HostRecord(state: state, now: now, verdict: verdict, entries: order.compactMap { byEntry[$0] },
                                                 history: history, versions: kept))

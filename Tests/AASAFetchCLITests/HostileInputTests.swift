@@ -36,6 +36,17 @@ struct HostileInputTests {
         #expect(accepted.status == 1, "\(accepted.stderr)")
     }
 
+    /// `--history-limit` below 0 is a usage error on `show` as on `report` (show took it as 0).
+    @Test func aNegativeHistoryLimitIsAUsageError() throws {
+        for command in [["show", "a.example.com"], ["report", "--html", "-"]] {
+            let typed = try ToolRunner.run(command + ["--history-limit", "-5"])
+            #expect(typed.status == 64, "\(command): \(typed.stderr)")
+            #expect(typed.stderr.contains("--history-limit"), "\(command): \(typed.stderr)")
+            let fromEnvironment = try ToolRunner.run(command, environment: ["AASA_FETCH_HISTORY_LIMIT": "-5"])
+            #expect(fromEnvironment.status == 64, "\(command): \(fromEnvironment.stderr)")
+        }
+    }
+
     /// `refresh --interval` and `--lease`: the same for durations with units.
     @Test func nonFiniteOrAbsurdIntervalsAreUsageErrors() throws {
         for option in ["--interval", "--lease"] {
