@@ -283,6 +283,10 @@ public enum OptionSources {
             }
             let byKey = optionsOfEveryCommand().byKey
             guard let others = byKey[member.key] else {
+                if commands.contains(where: { $0._commandName == member.key }) {
+                    // A command's section that is not a table (`"plan": 5`).
+                    throw ValidationError("config file \(file.path), line \(member.line): \"\(member.key)\" is a command: its section holds its options, e.g. \"\(member.key)\": {\"quiet\": true}")
+                }
                 throw unknown(member, section: nil, candidates: Array(byKey.keys) + commands.map { $0._commandName })
             }
             // An option of other commands only: ignored here, but its value must be one that one

@@ -231,6 +231,8 @@ import Testing
         (#"{"out": true}"#, #""out" takes one value (a string or a number), not a boolean"#),
         (#"{"config": "other.json"}"#, #""config" cannot be set in a config file"#),
         (#"{"now": "2026-01-01"}"#, #""now" is not an option of any command"#),
+        // A command's section that is not an object: not "did you mean" the same name.
+        (#"{"plan": 5}"#, #"line 1: "plan" is a command: its section holds its options"#),
     ])
     func aKeyOrTypeProblemIsAUsageErrorNamingTheKey(text: String, expected: String) throws {
         let folder = try Folder()
