@@ -66,7 +66,9 @@ struct NetworkOptions: ParsableArguments {
         if let threads, threads < 1 || threads > Self.maxThreads {
             throw ValidationError("--threads must be between 1 and \(Self.maxThreads)")
         }
-        guard parsedRetryDelays != nil else { throw ValidationError("--retry-delays takes seconds separated by commas, e.g. 1,3") }
+        guard parsedRetryDelays != nil else {
+            throw ValidationError("--retry-delays takes seconds from 0 to \(Int(Self.maxRetryDelay)) separated by commas, e.g. 1,3 ('' for no retries), not '\(TerminalText.escaped(retryDelays))'")
+        }
         for entry in resolve {
             if let problem = Self.resolveProblem(entry) {
                 throw ValidationError("--resolve takes HOST:PORT:ADDR[,ADDR…] (a port from 1 to 65535, IP addresses): \(problem) in '\(TerminalText.escaped(entry))'")
@@ -131,11 +133,16 @@ struct NetworkOptions: ParsableArguments {
         return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
+    /// The longest pause `--retry-delays` takes: 10 minutes.
+    static let maxRetryDelay: Double = 600
+
+    /// The pauses of `--retry-delays`: empty (or blank) for none, else numbers of seconds from 0
+    /// to ``maxRetryDelay`` separated by commas; `nil` for anything else (`1,,2`, `,`, `soon`).
     private var parsedRetryDelays: [Double]? {
-        let parts = retryDelays.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !retryDelays.allSatisfy(\.isWhitespace) else { return [] }
         var delays: [Double] = []
-        for part in parts where !part.isEmpty {
-            guard let value = Double(part), value >= 0, value <= 600 else { return nil }
+        for part in retryDelays.split(separator: ",", omittingEmptySubsequences: false).map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            guard let value = Double(part), value.isFinite, value >= 0, value <= Self.maxRetryDelay else { return nil }
             delays.append(value)
         }
         return delays

@@ -36,6 +36,21 @@ struct HostileInputTests {
         #expect(accepted.status == 1, "\(accepted.stderr)")
     }
 
+    /// `--retry-delays`: seconds from 0 to 600 separated by commas, or nothing; an empty item
+    /// (`1,,2`, `,`) was dropped without a word, and the message did not name the cap.
+    @Test func retryDelaysAreNumbersUpTo600() throws {
+        let offline = ["--domain", "applinks:a.example.com", "--connect-to", "::127.0.0.1:9", "--allow-private", "--no-store", "--quiet"]
+        for value in ["1,,2", ",", "601", "1e9", "nan", "-1", "soon"] {
+            let run = try ToolRunner.run(offline + ["--retry-delays=\(value)"])
+            #expect(run.status == 64, "\(value): \(run.stderr)")
+            #expect(run.stderr.contains("--retry-delays takes seconds from 0 to 600"), "\(value): \(run.stderr)")
+        }
+        for value in ["", " ", "0", "0,0", " 0 , 0.01 "] {
+            let run = try ToolRunner.run(offline + ["--retry-delays", value])
+            #expect(run.status == 1, "\(value): \(run.stderr)")
+        }
+    }
+
     /// `--history-limit` below 0 is a usage error on `show` as on `report` (show took it as 0).
     @Test func aNegativeHistoryLimitIsAUsageError() throws {
         for command in [["show", "a.example.com"], ["report", "--html", "-"]] {
