@@ -154,8 +154,12 @@ extension AASAFetchCommand {
         default:
             let status = exitCode(for: error)
             if status == .success {
-                // --help, --version: printed on standard output by the argument parser.
-                Self.exit(withError: error)
+                // --help, --version, completion scripts: the parser's text, written through our
+                // stream so that a standard output that cannot take it is output-failed (exit 2).
+                let text = fullMessage(for: error)
+                if !text.isEmpty { StandardStreams.writeOutput(text.hasSuffix("\n") ? text : text + "\n") }
+                StandardStreams.finishIfOutputFailed()
+                Self.exit(withError: ExitCode.success)
             }
             let message = self.message(for: error)
             if status == ExitStatus.usage {

@@ -231,7 +231,8 @@ struct HostileEnvironmentTests {
         let file = work.appendingPathComponent("aasa.json")
         try Data(Self.good.utf8).write(to: file)
         for redirect in ["> /dev/full", ">&-"] {
-            for command in ["lint \(Self.quoted(file.path))", "lint --json \(Self.quoted(file.path))", "diff \(Self.quoted(file.path)) \(Self.quoted(file.path))"] {
+            for command in ["lint \(Self.quoted(file.path))", "lint --json \(Self.quoted(file.path))", "diff \(Self.quoted(file.path)) \(Self.quoted(file.path))",
+                            "--help", "--version", "fetch --help"] {
                 let run = try Self.shell("exec \"$AASA\" \(command) \(redirect)")
                 #expect(run.status == 2, "\(command) \(redirect): \(run.standardError)")
                 #expect(run.standardError.contains("aasa-fetch: output-failed: cannot write standard output"), "\(command) \(redirect): \(run.standardError)")
