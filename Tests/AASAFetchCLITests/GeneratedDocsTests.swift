@@ -1,3 +1,4 @@
+import AASAFetchCore
 import AASAFetchTestSupport
 import Foundation
 import Testing
@@ -67,5 +68,29 @@ struct GeneratedDocsTests {
         for line in try ToolRunner.run(["fetch", "--help"]).stdout.split(separator: "\n") where line.hasPrefix("  $ aasa-fetch ") {
             #expect(page.contains(line), "\(line) is not in the man page")
         }
+    }
+}
+
+/// docs/codes.md lists every code the tool can print: the catalogue's (findings, SARIF rules) and
+/// every code a command, the store or the transport gives in its source. A code added without its
+/// line there fails here.
+struct CodesDocumentTests {
+    @Test func everyCodeIsInCodesMD() throws {
+        let document = try String(contentsOf: TestPaths.repository.appendingPathComponent("docs/codes.md"), encoding: .utf8)
+        var codes = Set(CodeCatalogue.all.map(\.code))
+        let sources = TestPaths.repository.appendingPathComponent("Sources")
+        let pattern = try Regex(#"(?:CommandFailure|StoreError|SpoolError)\(\s*code:\s*"([a-z][a-z0-9-]*)""#)
+        for folder in ["AASAFetchCLI", "AASAFetchCore"] {
+            let enumerator = try #require(FileManager.default.enumerator(at: sources.appendingPathComponent(folder), includingPropertiesForKeys: nil))
+            for case let file as URL in enumerator where file.pathExtension == "swift" {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                for match in text.matches(of: pattern) {
+                    if let code = match.output[1].substring { codes.insert(String(code)) }
+                }
+            }
+        }
+        #expect(codes.count > 150, "\(codes.count) codes found: the scan lost its way")
+        let missing = codes.filter { !document.contains("`\($0)`") }.sorted()
+        #expect(missing.isEmpty, "docs/codes.md does not name: \(missing.joined(separator: ", "))")
     }
 }
