@@ -76,6 +76,12 @@ extension AASAFetchCommand {
     public static func runFromCommandLine() async {
         prepareProcess()
         let arguments = Array(ProcessArguments.current.dropFirst())
+        if let bad = ProcessArguments.firstNotUTF8 {
+            exit(reporting: CommandFailure(
+                code: "usage",
+                message: "argument \(bad.position) is not UTF-8 (\(bad.escaped)); aasa-fetch takes UTF-8 arguments, file names included",
+                status: ExitStatus.usage), console: console(for: arguments))
+        }
         let resolution: OptionSources.Resolution
         let blame: OptionSources.Blame?
         do {

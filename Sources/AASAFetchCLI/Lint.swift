@@ -143,10 +143,16 @@ public struct Lint: AsyncParsableCommand {
             for name in names {
                 let path = (current as NSString).appendingPathComponent(name)
                 // The item itself, not what a symbolic link points at: links to folders are not followed.
-                guard let type = (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType else { continue }
+                let isCandidate = name == fileName || name.lowercased().hasSuffix(".json")
+                guard let type = (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType else {
+                    // Gone since the listing, or a name that is not UTF-8 (it comes back with
+                    // U+FFFD and names no file): reported as unreadable, never skipped in silence.
+                    if isCandidate { found.append(path) }
+                    continue
+                }
                 if type == .typeDirectory {
                     if !name.hasPrefix(".") || name == ".well-known" { pending.append(path) }
-                } else if name == fileName || name.lowercased().hasSuffix(".json") {
+                } else if isCandidate {
                     if type == .typeSymbolicLink, isFolder(path) { continue }
                     found.append(path)
                 }

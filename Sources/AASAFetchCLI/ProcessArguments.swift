@@ -13,6 +13,27 @@ enum ProcessArguments {
         return runtime.isEmpty ? parse(readCommandLine()) : runtime
     }()
 
+    /// The first argument that is not UTF-8, by its position (1 is the first after the program's
+    /// name), with its bytes escaped (`st\xFF`); `nil` when all are. Such an argument reaches the
+    /// commands with U+FFFD in place of its bytes, so a path would name another file: the run
+    /// refuses it instead (``AASAFetchCommand/runFromCommandLine()``).
+    static let firstNotUTF8: (position: Int, escaped: String)? = {
+        var raw: [[UInt8]] = []
+        if !CommandLine.arguments.isEmpty {
+            for index in 0..<Int(CommandLine.argc) {
+                guard let pointer = CommandLine.unsafeArgv[index] else { continue }
+                raw.append(Array(UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))))
+            }
+        } else {
+            raw = readCommandLine().split(separator: 0, omittingEmptySubsequences: false).map(Array.init)
+        }
+        for (position, bytes) in raw.enumerated().dropFirst() where String(validating: bytes, as: UTF8.self) == nil {
+            let escaped = bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true).leftPadded(to: 2) }.joined()
+            return (position, escaped)
+        }
+        return nil
+    }()
+
     /// `/proc/self/cmdline`: the arguments, each ended by a NUL byte.
     static func parse(_ bytes: [UInt8]) -> [String] {
         guard !bytes.isEmpty else { return [] }
@@ -35,4 +56,8 @@ enum ProcessArguments {
         }
         return bytes
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }

@@ -648,6 +648,35 @@ struct HostileEnvironmentTests {
         }
     }
 
+    // MARK: - Names that are not UTF-8
+
+    /// An argument that is not UTF-8 (a Latin-1 file name) is a usage error naming its bytes: it
+    /// reached the commands with U+FFFD instead, so `--cache` wrote a store into another folder and
+    /// `--entitlements` said a file that exists was missing. A `lint` folder holding such a name
+    /// reports it as unreadable (exit 2) instead of skipping it.
+    @Test func namesThatAreNotUTF8AreNeverTakenForOthers() throws {
+        let work = try Self.folder("latin1")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let folder = Self.quoted(work.path)
+        let cache = try Self.shell("cd \(folder) && exec \"$AASA\" --domain applinks:a.example.com --no-config -q --cache \"$(printf 'st\\377')\"")
+        #expect(cache.status == 64, "\(cache.standardError)")
+        #expect(cache.standardError.contains("argument 6 is not UTF-8 (st\\xFF)"), "\(cache.standardError)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: work.path).isEmpty, "a folder was made")
+        let json = try Self.shell("cd \(folder) && exec \"$AASA\" plan --json --entitlements \"$(printf 'app\\351.entitlements')\"")
+        #expect(json.status == 64)
+        #expect(json.standardOutput.contains("\"code\" : \"usage\"") || json.standardOutput.contains("\"code\": \"usage\""), "\(json.standardOutput)")
+
+        let site = work.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        try Data(#"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/*"}]}]}}"#.utf8)
+            .write(to: site.appendingPathComponent("ok.json"))
+        let made = try Self.shell("printf 'broken' > \(Self.quoted(site.path))/\"$(printf 'caf\\351.json')\"")
+        #expect(made.status == 0, "\(made.standardError)")
+        let lint = try ToolRunner.run(["lint", site.path])
+        #expect(lint.status == 2, "\(lint.stdout) \(lint.stderr)")
+        #expect(lint.stdout.contains("file-unreadable"), "\(lint.stdout)")
+    }
+
     // MARK: - Read-only store
 
     /// `show`, `export` and `report` only read: they work on a store in a read-only folder (a
