@@ -37,6 +37,21 @@ struct DiffTests {
         #expect(try diff(a, withPaths).isEmpty)
     }
 
+    /// Patterns compare as the matcher reads them: slashes around a path do not count, and a `?`
+    /// or `#` of `*` (or a path of `/*`) is the same as none. A real change still shows.
+    @Test func patternsThatMatchTheSameCompareEqual() throws {
+        func file(_ components: String) -> String {
+            #"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":["# + components + "]}]}}"
+        }
+        #expect(try diff(file(#"{"/":"/a/*"}"#), file(##"{"/":"/a/*","?":"*","#":"*"}"##)).isEmpty)
+        #expect(try diff(file(#"{"/":"/a/*"}"#), file(#"{"/":"/a/*/"}"#)).isEmpty)
+        #expect(try diff(file(#"{"/":"/a/*"}"#), file(#"{"/":"a/*"}"#)).isEmpty)
+        #expect(try diff(file(#"{"/":"/*","exclude":true}"#), file(#"{"/":"*","exclude":true}"#)).isEmpty)
+        #expect(try diff(file(#"{"/":"/*","exclude":true}"#), file(#"{"exclude":true}"#)).isEmpty)
+        #expect(try diff(file(#"{"/":"/a/*"}"#), file(#"{"/":"/a/?"}"#)).count == 1)
+        #expect(try diff(file(#"{"/":"/a/*"}"#), file(#"{"/":"/a/*","?":"x=*"}"#)).count == 1)
+    }
+
     @Test func servicesAddedAndRemoved() throws {
         let changes = try diff(
             #"{"applinks":{"details":[]},"activitycontinuation":{"apps":["ABCDE12345.a.b"]}}"#,

@@ -258,9 +258,19 @@ public struct ComponentValue: Sendable, Hashable, Codable {
     /// A component as the matcher reads it: every key it inherits filled in, and keys with their
     /// built-in meaning (`exclude` false, the flags true, a `?` dictionary Apple ignores) left out,
     /// so that they compare equal to an absent key.
+    ///
+    /// Patterns are read as the matcher reads them too: leading and trailing slashes of a path do
+    /// not count (`/a/*/` is `/a/*`), and a pattern that matches everything (`*`, a path's `/*`)
+    /// is the same as no pattern, so adding `"?":"*"` or `"#":"*"` changes no rule.
     public init(effective resolved: ResolvedComponent) {
         self.init(resolved.rule)
         if query == .ignored { query = nil }
+        if let written = path {
+            let body = written.drop(while: { $0 == "/" }).reversed().drop(while: { $0 == "/" }).reversed()
+            path = CompiledPattern(written, role: .path).matchesEverything ? nil : "/" + String(body)
+        }
+        if case .string(let pattern)? = query, CompiledPattern(pattern, role: .plain).matchesEverything { query = nil }
+        if let pattern = fragment, CompiledPattern(pattern, role: .plain).matchesEverything { fragment = nil }
         exclude = resolved.isExclusion
         caseSensitive = resolved.caseSensitive ? nil : false
         percentEncoded = resolved.percentEncoded ? nil : false
