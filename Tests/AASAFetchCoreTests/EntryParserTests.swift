@@ -49,6 +49,30 @@ struct EntryParserTests {
         #expect(!parsed.isFetchable)
     }
 
+    /// The fix of an entry with a scheme is the domain alone, whatever form the URL took (it was the
+    /// same bad entry, `applinks:http:`, or kept the port); an empty host before a colon is named
+    /// as such (it was "includes a port (example.com)"); a variable is shown as written.
+    @Test(arguments: [
+        ("applinks:https:example.com", "entitlement-scheme", "write 'applinks:example.com'"),
+        ("applinks:http:/example.com", "entitlement-scheme", "write 'applinks:example.com'"),
+        ("applinks:https://example.com/path?x#y", "entitlement-scheme", "write 'applinks:example.com'"),
+        ("webcredentials:https://a.example.com:8443/", "entitlement-scheme", "write 'webcredentials:a.example.com'"),
+        ("applinks::example.com", "entitlement-empty-host", "write 'applinks:example.com'"),
+    ])
+    func fixesNameTheDomainAlone(entry: String, code: String, fix: String) throws {
+        let finding = try #require(parse(entry).findings.first { $0.severity == .error })
+        #expect(finding.code == code, "\(entry): \(finding)")
+        #expect(finding.fix == fix, "\(entry): \(finding)")
+    }
+
+    @Test func messagesNameWhatTheEntrySays() throws {
+        #expect(try #require(parse("applinks:${APP_DOMAIN}").findings.first).message.contains("the Xcode variable ${APP_DOMAIN}"))
+        #expect(try #require(parse("applinks:$(APP_DOMAIN)").findings.first).message.contains("the Xcode variable $(APP_DOMAIN)"))
+        let both = try #require(parse("applinks:example.com?mode=developer+managed").findings.first)
+        #expect(both.message.contains("only devices in both developer and managed mode use it"), "\(both.message)")
+        #expect(try #require(parse("applinks:example.com?mode=managed").findings.first).message.contains("only managed devices use it"))
+    }
+
     /// An IP literal is named as such (`[::1]` was "includes a port (1])"); names that only look
     /// numeric stay domain names.
     @Test func ipLiteralsAreNamed() throws {

@@ -129,7 +129,7 @@ public struct EntryParser: Sendable {
         case .failure(let unresolved):
             return fail(
                 "entitlement-unresolved-variable",
-                "'\(text)' holds the Xcode variable $(\(unresolved)), which is set only when the app is built",
+                "'\(text)' holds the Xcode variable \(text.contains("${\(unresolved)}") ? "${\(unresolved)}" : "$(\(unresolved))"), which is set only when the app is built",
                 fix: "pass --define \(unresolved)=VALUE, or read the entitlements of the built app"
             )
         }
@@ -164,9 +164,15 @@ public struct EntryParser: Sendable {
         }
 
         if EntryText.contains(rest, ascii: "://") || EntryText.hasPrefix(rest, asciiIgnoringCase: "http:") || EntryText.hasPrefix(rest, asciiIgnoringCase: "https:") {
-            let bare = rest.components(separatedBy: "://").last ?? rest
+            // The host the URL names: after the scheme and its slashes, before a path, query,
+            // fragment or port (`https:example.com`, `http:/example.com`, `https://a.example.com:8443/`).
+            var bare = Substring(rest)
+            if let colon = bare.firstIndex(of: ":") { bare = bare[bare.index(after: colon)...] }
+            bare = bare.drop(while: { $0 == "/" })
+            if let end = bare.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { bare = bare[..<end] }
+            if let colon = bare.lastIndex(of: ":") { bare = bare[..<colon] }
             return fail("entitlement-scheme", "'\(text)' includes a URL scheme; the entry names a domain only",
-                        fix: "write '\(serviceName):\(bare.split(separator: "/").first.map(String.init) ?? bare)'")
+                        fix: "write '\(serviceName):\(bare.isEmpty ? "example.com" : String(bare))'")
         }
 
         // Query: only ?mode= is allowed.
@@ -186,7 +192,7 @@ public struct EntryParser: Sendable {
             entry.mode = mode
             entry.findings.append(.warning(
                 "entitlement-alternate-mode",
-                "'\(text)' uses ?mode=\(mode.rawValue): only \(mode == .managed ? "managed" : "developer-mode") devices use it, and the file is fetched directly, not through Apple's CDN",
+                "'\(text)' uses ?mode=\(mode.rawValue): only \(Self.devices(in: mode)) use it, and the file is fetched directly, not through Apple's CDN",
                 location: location,
                 fix: "remove the query string before you submit the app to the App Store"
             ))
@@ -212,6 +218,10 @@ public struct EntryParser: Sendable {
         }
         if let portColon = EntryText.lastIndex(of: ":", in: rest) {
             let port = rest[rest.index(after: portColon)...]
+            guard portColon != rest.startIndex else {
+                // `applinks::example.com`: no host before the colon, not a port after one.
+                return fail("entitlement-empty-host", "'\(text)' has a colon where the domain should start", fix: "write '\(serviceName):\(port)'")
+            }
             return fail("entitlement-port", "'\(text)' includes a port (\(port)); links to it will not open the app",
                         fix: "write '\(serviceName):\(rest[..<portColon])' and serve the file on port 443")
         }
@@ -277,6 +287,15 @@ public struct EntryParser: Sendable {
         entry.domain = wildcardPrefix + ascii
         entry.host = ascii
         return entry
+    }
+
+    /// The devices an alternate mode serves, for messages.
+    static func devices(in mode: AlternateMode) -> String {
+        switch mode {
+        case .developer: "developer-mode devices"
+        case .managed: "managed devices"
+        case .developerManaged: "devices in both developer and managed mode"
+        }
     }
 
     /// Expands `$(NAME)` and `${NAME}`; fails with the first undefined name.
