@@ -87,9 +87,20 @@ extension AASAFetchCommand {
         do {
             (resolution, blame) = try OptionSources.resolveDeferringCheck(arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
-            exit(reporting: error, console: console(for: arguments))
+            // The options could not be resolved (a config file that cannot be read): the format
+            // still follows `AASA_FETCH_JSON` / `AASA_FETCH_FORMAT` when the command line says none.
+            let typed = FormatOptions.format(in: arguments) != nil
+            exit(reporting: error, console: console(for: typed ? arguments : arguments + formatFromEnvironment(ProcessInfo.processInfo.environment)))
         }
         await run(arguments: resolution.arguments, warnings: resolution.warnings, blame: blame)
+    }
+
+    /// The output format the environment asks for, as arguments (`--json`, `--format F`); none
+    /// for a value that is not a clear yes.
+    static func formatFromEnvironment(_ environment: [String: String]) -> [String] {
+        if let format = environment["AASA_FETCH_FORMAT"], !format.isEmpty { return ["--format", format] }
+        if let json = environment["AASA_FETCH_JSON"], ["1", "true", "yes", "on"].contains(json.lowercased()) { return ["--json"] }
+        return []
     }
 
     /// The console for a run with `arguments`, told before parsing whether the run speaks JSON, so

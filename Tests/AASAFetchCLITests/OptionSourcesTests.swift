@@ -282,5 +282,17 @@ import Testing
         #expect(fromFile.status == 64, "\(fromFile.stderr)")
         let fileError = try #require(try fromFile.json()["error"] as? [String: Any], "\(fromFile.stdout)")
         #expect((fileError["message"] as? String)?.contains("\"region\" (zz)") == true, "\(fileError)")
+
+        // A config file that cannot be read at all: AASA_FETCH_JSON still decides, the command
+        // line's own format first.
+        let broken = folder.appendingPathComponent("broken.json").path
+        try "{bad".write(toFile: broken, atomically: true, encoding: .utf8)
+        let unreadable = try ToolRunner.run(["plan", "--domain", "applinks:example.com", "--config", broken], environment: ["AASA_FETCH_JSON": "1"])
+        #expect(unreadable.status == 64, "\(unreadable.stderr)")
+        #expect((try unreadable.json()["error"] as? [String: Any])?["code"] as? String == "config-invalid", "\(unreadable.stdout)")
+        let typed = try ToolRunner.run(["plan", "--domain", "applinks:example.com", "--config", broken, "--format", "human"],
+                                       environment: ["AASA_FETCH_JSON": "1"])
+        #expect(typed.status == 64)
+        #expect(typed.stdout.isEmpty, "\(typed.stdout)")
     }
 }
