@@ -1,4 +1,3 @@
-import AASAFetchCore
 import AASAFetchTestSupport
 import Foundation
 import Testing
@@ -71,13 +70,13 @@ struct GeneratedDocsTests {
     }
 }
 
-/// docs/codes.md lists every code the tool can print: the catalogue's (findings, SARIF rules) and
-/// every code a command, the store or the transport gives in its source. A code added without its
-/// line there fails here.
+/// docs/codes.md lists every code a command, the store or the spool gives in its source (the
+/// catalogue's finding codes are checked by `CIFormatTests`). A code added without its line there
+/// fails here.
 struct CodesDocumentTests {
-    @Test func everyCodeIsInCodesMD() throws {
+    @Test func everyRunCodeIsInCodesMD() throws {
         let document = try String(contentsOf: TestPaths.repository.appendingPathComponent("docs/codes.md"), encoding: .utf8)
-        var codes = Set(CodeCatalogue.all.map(\.code))
+        var codes: Set<String> = []
         let sources = TestPaths.repository.appendingPathComponent("Sources")
         let pattern = try Regex(#"(?:CommandFailure|StoreError|SpoolError)\(\s*code:\s*"([a-z][a-z0-9-]*)""#)
         for folder in ["AASAFetchCLI", "AASAFetchCore"] {
@@ -89,7 +88,7 @@ struct CodesDocumentTests {
                 }
             }
         }
-        #expect(codes.count > 150, "\(codes.count) codes found: the scan lost its way")
+        #expect(codes.count > 30, "\(codes.count) codes found: the scan lost its way")
         let missing = codes.filter { !document.contains("`\($0)`") }.sorted()
         #expect(missing.isEmpty, "docs/codes.md does not name: \(missing.joined(separator: ", "))")
     }

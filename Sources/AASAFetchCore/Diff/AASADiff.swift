@@ -169,6 +169,11 @@ public struct RuleValue: Sendable, Hashable, Codable {
     public var canonicalText: String {
         component?.canonicalText ?? "path " + Canonical.quote(path ?? "")
     }
+
+    /// What two rules are compared by (``ComponentValue/matchText`` for a component).
+    var matchText: String {
+        component?.matchText ?? canonicalText
+    }
 }
 
 /// A component's matching keys, named as in the file (`comment` left out): `/`, `?` (a string,
@@ -258,22 +263,27 @@ public struct ComponentValue: Sendable, Hashable, Codable {
     /// A component as the matcher reads it: every key it inherits filled in, and keys with their
     /// built-in meaning (`exclude` false, the flags true, a `?` dictionary Apple ignores) left out,
     /// so that they compare equal to an absent key.
-    ///
-    /// Patterns are read as the matcher reads them too: leading and trailing slashes of a path do
-    /// not count (`/a/*/` is `/a/*`), and a pattern that matches everything (`*`, a path's `/*`)
-    /// is the same as no pattern, so adding `"?":"*"` or `"#":"*"` changes no rule.
     public init(effective resolved: ResolvedComponent) {
         self.init(resolved.rule)
         if query == .ignored { query = nil }
-        if let written = path {
-            let body = written.drop(while: { $0 == "/" }).reversed().drop(while: { $0 == "/" }).reversed()
-            path = CompiledPattern(written, role: .path).matchesEverything ? nil : "/" + String(body)
-        }
-        if case .string(let pattern)? = query, CompiledPattern(pattern, role: .plain).matchesEverything { query = nil }
-        if let pattern = fragment, CompiledPattern(pattern, role: .plain).matchesEverything { fragment = nil }
         exclude = resolved.isExclusion
         caseSensitive = resolved.caseSensitive ? nil : false
         percentEncoded = resolved.percentEncoded ? nil : false
+    }
+
+    /// What two components are compared by: ``canonicalText`` with the patterns read as the
+    /// matcher reads them. Leading and trailing slashes of a path do not count (`/a/*/` is
+    /// `/a/*`), and a pattern that matches everything (`*`, a path's `/*`) is the same as none, so
+    /// adding `"?":"*"` or `"#":"*"` changes no rule. Changes still show the patterns as written.
+    var matchText: String {
+        var read = self
+        if let written = path {
+            let body = written.drop(while: { $0 == "/" }).reversed().drop(while: { $0 == "/" }).reversed()
+            read.path = CompiledPattern(written, role: .path).matchesEverything ? nil : "/" + String(body)
+        }
+        if case .string(let pattern)? = query, CompiledPattern(pattern, role: .plain).matchesEverything { read.query = nil }
+        if let pattern = fragment, CompiledPattern(pattern, role: .plain).matchesEverything { read.fragment = nil }
+        return read.canonicalText
     }
 
     /// The component as compact JSON with its keys in a fixed order, the set keys only.
@@ -422,7 +432,7 @@ public enum AASADiff {
         init(_ applinks: AppLinks?) {
             let details = applinks?.details ?? []
             rules = details.map { Canonical.rules($0, applinksDefaults: applinks?.defaults) }
-            texts = rules.map { $0.map(\.canonicalText) }
+            texts = rules.map { $0.map(\.matchText) }
             defaults = details.map { DefaultsValue($0.defaults) }
             for (index, detail) in details.enumerated() {
                 CostProbe.count(1 + detail.appIDs.count)
