@@ -87,6 +87,14 @@ extension AASAFetchCommand {
                 var writer = CIWriters.standardOutput(output.format, console: console)
                 DiagnoseCI.render(report, entries: entries, sources: loaded.sources, to: &writer)
             }
+            // Steps this process could not take (libcurl refused the request: a --cacert it cannot
+            // load; no descriptor or thread left) are the run's failure, not the host's: exit 2, as
+            // in fetch.
+            var runFailures: [String: Int] = [:]
+            for diagnosis in diagnoses {
+                if HostFetchResult.shortageCodes.contains(diagnosis.code) { runFailures[diagnosis.code, default: 0] += 1 }
+            }
+            if let failure = CommandFailure.shortage(runFailures) { throw failure }
             if !report.succeeded { throw ExitStatus.failure }
         }
     }

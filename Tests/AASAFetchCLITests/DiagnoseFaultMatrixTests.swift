@@ -376,6 +376,9 @@ struct DiagnoseFaultMatrixTests {
         #expect(try headers("applinks:botblock.testcdn")["originStatus"] as? Int == 403)
         let botSteps = diagnoses["applinks:botblock.testcdn"]?["steps"] as? [[String: Any]] ?? []
         #expect(botSteps.contains { $0["step"] as? String == "user-agent" && $0["code"] as? String == "user-agent-blocked" })
+        // Once: it was listed twice when no http step had failed before it.
+        #expect(botSteps.filter { $0["step"] as? String == "user-agent" }.count == 1, "\(botSteps)")
+        #expect(Set(botSteps.compactMap { $0["step"] as? String }).count == botSteps.count, "a step is listed twice: \(botSteps)")
         // Stale: compared by meaning, with the CDN's Age and Cache-Control.
         let stale = try #require(diagnoses["applinks:stale.testboth"]?["cdn"] as? [String: Any])
         #expect((stale["changes"] as? [[String: Any]])?.first?["kind"] as? String == "rules-changed")

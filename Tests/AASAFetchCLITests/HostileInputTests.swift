@@ -253,6 +253,15 @@ struct HostileInputTests {
         #expect(fetch.status == 2, "\(fetch.stderr)")
         #expect(fetch.stderr.contains("invalid-request"), "\(fetch.stderr)")
 
+        // diagnose says the same (it blamed the host, exit 1, after a TLS step that "passed").
+        let diagnosed = try ToolRunner.run(["diagnose", "a.fault.test", "--app-id", Self.appID, "--json"] + common
+                                           + ["--cacert", brokenPEM, "--connect-to", server.connectTo], cache: cache)
+        #expect(diagnosed.status == 2, "\(diagnosed.stderr)")
+        #expect(diagnosed.stderr.contains("invalid-request"), "\(diagnosed.stderr)")
+        let steps = ((try? diagnosed.json())?["diagnoses"] as? [[String: Any]])?.first?["steps"] as? [[String: Any]] ?? []
+        #expect(!steps.isEmpty, "\(diagnosed.stdout)")
+        #expect(!steps.contains { $0["step"] as? String == "tls" && $0["status"] as? String == "passed" }, "\(steps)")
+
         // The stored results are still the good ones: nothing broke.
         let show = try ToolRunner.run(["show", "--json"], cache: cache)
         let stored = (try show.json()["hosts"] as? [[String: Any]]) ?? []

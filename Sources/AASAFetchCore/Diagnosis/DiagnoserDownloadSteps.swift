@@ -51,7 +51,9 @@ extension Diagnoser.Walk {
         switch outcome {
         case .failure(let failure):
             let step = Self.phase(of: failure)
-            if step == "http" {
+            // A request libcurl never made, or that this process could not make, proves no handshake.
+            let madeNoRequest = failure.kind == .invalidRequest || failure.kind == .cancelled || failure.kind.isProcessShortage
+            if step == "http", !madeNoRequest {
                 add(DiagnosisStep(step: "tls", title: "TLS", status: .passed,
                                   summary: "the handshake completed (the transfer failed afterwards, so no certificate details)"))
             }

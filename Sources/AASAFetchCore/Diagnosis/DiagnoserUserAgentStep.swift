@@ -21,17 +21,15 @@ extension Diagnoser.Walk {
             let step = DiagnosisStep(step: "user-agent", title: "User agents", status: .failed, code: "user-agent-blocked",
                                      summary: message, details: details,
                                      findings: [.error("user-agent-blocked", message, location: url, fix: fix)], fix: fix)
-            diagnosis.steps.append(step)
+            // The step once (it was appended twice when no http step had failed: `--route cdn`).
+            // Added, it ends the walk unless an earlier step did.
+            add(step)
             // The user-agent check explains the HTTP failure: it is the more precise code.
             if let index = diagnosis.steps.firstIndex(where: { $0.step == "http" && $0.status == .failed }) {
                 diagnosis.steps[index].code = "user-agent-blocked"
                 diagnosis.steps[index].fix = fix
                 diagnosis.steps[index].findings.append(.error("user-agent-blocked", message, location: url, fix: fix))
                 if diagnosis.failedStep == "http" { diagnosis.code = "user-agent-blocked" }
-            } else if !stopped {
-                add(step)
-            } else {
-                diagnosis.steps.append(step)
             }
         case .differs:
             diagnosis.steps.append(DiagnosisStep(step: "user-agent", title: "User agents", status: .warned, code: "user-agent-differs",
