@@ -184,7 +184,10 @@ final class Transfer {
         try setLong(CURLOPT_BUFFERSIZE, 8 * 1024, "BUFFERSIZE")
         // An idle connection is worth keeping for the request that follows at once (the legacy
         // path after a 404, on the same loop): after 2 s libcurl closes it when it next looks.
-        try setLong(CURLOPT_MAXAGE_CONN, Self.idleConnectionLifetime, "MAXAGE_CONN")
+        // An HTTP/2 connection (the CDN's) carries every request of the run, retries seconds
+        // later included: it is kept as long as libcurl keeps one by default.
+        try setLong(CURLOPT_MAXAGE_CONN, request.httpVersion == .http2 ? Self.multiplexedConnectionLifetime : Self.idleConnectionLifetime,
+                    "MAXAGE_CONN")
         if closesUnlessKept {
             // Closed when done unless the final status line says otherwise (`keepConnection(after:)`).
             try setLong(CURLOPT_FORBID_REUSE, 1, "FORBID_REUSE")
@@ -234,6 +237,8 @@ final class Transfer {
 
     /// Seconds an idle connection is kept for reuse (`CURLOPT_MAXAGE_CONN`).
     static let idleConnectionLifetime = 2
+    /// Seconds an idle HTTP/2 connection is kept for reuse: libcurl's own default.
+    static let multiplexedConnectionLifetime = 118
 
     /// Whether libcurl's compiled-in CA bundle exists and is readable (then the CA directory is
     /// not needed to trust the system's CAs).

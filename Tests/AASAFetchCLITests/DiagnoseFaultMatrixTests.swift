@@ -107,6 +107,8 @@ struct DiagnoseFaultMatrixTests {
             for (host, body) in [("approved.test", good), ("wild.test", good), ("stale.test", older), ("stalemissing.test", otherApp)] {
                 try Data(body.utf8).write(to: cdnRoot.appendingPathComponent("a/v1/\(host)"))
             }
+            // A copy over the size limit: an answer, not a missing one.
+            try Data(repeating: 0x20, count: 200_000).write(to: cdnRoot.appendingPathComponent("a/v1/huge.test"))
             func failure(_ host: String, reason: String, details: String, tryDirect: Bool, maxAge: Int) -> String {
                 """
                 location = /a/v1/\(host) {
@@ -131,6 +133,7 @@ struct DiagnoseFaultMatrixTests {
                 failure("swc202.test", reason: "SWCERR00202 Connections to private/reserved IP addresses are not allowed",
                         details: #"{"cause":"private address"}"#, tryDirect: false, maxAge: 3600),
                 "location = /a/v1/unknown.test { return 405; }",
+                "location = /a/v1/down.test { return 503; }",
                 "location = /a/v1/nocopy.test { return 404 \"Not Found\"; }",
             ]
             let cdn: NginxServer
@@ -385,6 +388,46 @@ struct DiagnoseFaultMatrixTests {
         let staleStep = try #require((diagnoses["applinks:stale.testboth"]?["steps"] as? [[String: Any]])?.first { $0["step"] as? String == "cdn" })
         #expect((staleStep["summary"] as? String)?.contains("Age 5000") == true, "\(staleStep)")
         #expect(diagnoses["applinks:swc101.test?mode=developercdn"]?["route"] as? String == "origin")
+    }
+
+    /// A CDN that answers 503 is retried on the same HTTP/2 connection, seconds later (libcurl
+    /// closed it after 2 s idle, so a retry opened another), and recorded as transient: next check
+    /// in 3 h, not 24. A copy over the size limit is the CDN's answer (`cdn-http-error`), not "no
+    /// answer"; a `--cdn-base` libcurl cannot use is a usage error, not every host's failure.
+    @Test func cdnFailuresAreJudgedAsTheOrigin() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-cdn-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let run = try ToolRunner.run(fixture.network + ["--quiet", "--route", "cdn", "--app-id", Self.appID, "--json", "--retry-delays", "3.5",
+                                                        "--domain", "applinks:down.test"],
+                                     cache: cache, timeout: .seconds(90))
+        #expect(run.status == 1, "\(run.stderr)")
+        let down = try #require(try run.json().domain("down.test"), "\(run.stdout)")
+        #expect(down["code"] as? String == "cdn-http-error", "\(down)")
+        #expect((down["attempts"] as? [Any])?.count == 2, "\(down)")
+        let downRequests = fixture.cdn.requests().filter { $0.uri.hasSuffix("/down.test") }
+        #expect(downRequests.count == 2, "\(downRequests)")
+        #expect(Set(downRequests.map(\.connection)).count == 1, "one connection, the retry included: \(downRequests.map { "\($0.connection) \($0.uri)" })")
+
+        let huge = try #require(try ToolRunner.run(fixture.network + ["--quiet", "--route", "cdn", "--app-id", Self.appID, "--json",
+                                                                      "--domain", "applinks:huge.test", "--no-store"]).json().domain("huge.test"))
+        #expect(huge["code"] as? String == "cdn-http-error", "\(huge)")
+        #expect((huge["reason"] as? String)?.contains("too-large") == true, "\(huge)")
+
+        let shown = try ToolRunner.run(["show", "--json"], cache: cache)
+        let hosts = (try shown.json()["hosts"] as? [[String: Any]]) ?? []
+        let record = try #require(hosts.first { $0["host"] as? String == "down.test" }, "\(shown.stdout)")
+        let fetched = try #require((record["fetchedAt"] as? String).flatMap(Timestamp.parse))
+        let next = try #require((record["nextCheck"] as? String).flatMap(Timestamp.parse))
+        #expect(abs(next.timeIntervalSince(fetched) - 3 * 3600) < 120, "a CDN 503 is transient: \(record)")
+
+        for base in ["https://cdn.test:99999/a/v1/", "https://cdn.test/a v1/", "https://cdn.test/a/v1/ "] {
+            let bad = try ToolRunner.run(fixture.network + ["--quiet", "--route", "cdn", "--app-id", Self.appID, "--cdn-base", base,
+                                                            "--domain", "applinks:approved.test", "--no-store"])
+            #expect(bad.status == 64, "\(base): \(bad.stderr)")
+            #expect(bad.stderr.contains("--cdn-base"), "\(base): \(bad.stderr)")
+        }
     }
 
     /// `fetch --route cdn|both`: one HTTP/2 connection to the CDN for every domain; `both`

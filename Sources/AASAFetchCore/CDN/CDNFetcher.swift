@@ -36,9 +36,13 @@ public struct CDNFetcher: RouteSide {
 
     /// Whether a `--cdn-base` value is an absolute `https://` URL.
     public static func isValidBase(_ base: String) -> Bool {
-        guard let url = URL(string: base), url.scheme?.lowercased() == "https", let host = url.host, !host.isEmpty else {
+        // White space or control characters: libcurl refuses the URL at every request.
+        guard !base.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }),
+              let url = URL(string: base), url.scheme?.lowercased() == "https", let host = url.host, !host.isEmpty
+        else {
             return false
         }
+        if let port = url.port, !(1...65535).contains(port) { return false }
         return url.query == nil && url.fragment == nil
     }
 
@@ -85,13 +89,25 @@ public struct CDNFetcher: RouteSide {
     func judge(_ outcome: AASAFetcher.Outcome, host: String, url: String) -> HostFetchResult {
         switch outcome {
         case .failure(let failure):
+            // A stopped run, a shortage of descriptors or threads, or a request libcurl refused
+            // (a --cdn-base it cannot use) is this run's failure, not the CDN's: never recorded.
+            if failure.kind == .cancelled || failure.kind == .invalidRequest || failure.kind.isProcessShortage {
+                let message = "no request to the CDN at \(url): \(failure.kind.rawValue): \(failure.message)"
+                return HostFetchResult(host: host, route: .cdn, url: url, code: failure.kind.rawValue, reason: message,
+                                       findings: [.error(failure.kind.rawValue, message, location: url)])
+            }
+            // An answer that came but cannot be used (too large, not HTTP, endless headers) is the
+            // CDN's answer, not a missing one.
+            if failure.kind == .tooLarge || failure.kind == .invalidResponse || failure.kind == .headersTooLarge {
+                let message = "the CDN's answer at \(url) cannot be used: \(failure.kind.rawValue): \(failure.message)"
+                return HostFetchResult(host: host, route: .cdn, url: url, code: "cdn-http-error", reason: message,
+                                       findings: [.error("cdn-http-error", message, location: url,
+                                                         fix: "the CDN serves what the origin served it: check the origin's file and answer")])
+            }
             let message = "no answer from the CDN at \(url): \(failure.kind.rawValue): \(failure.message)"
-            // A stopped run or a shortage of descriptors or threads is this run's failure, not the CDN's.
-            let runError = failure.kind == .cancelled || failure.kind.isProcessShortage
-            let code = runError ? failure.kind.rawValue : "cdn-unreachable"
             return HostFetchResult(
-                host: host, route: .cdn, url: url, code: code, reason: message,
-                findings: [.error(code, message, location: url,
+                host: host, route: .cdn, url: url, code: "cdn-unreachable", reason: message,
+                findings: [.error("cdn-unreachable", message, location: url,
                                   fix: "check the network path to the CDN (or --cdn-base); the origin route does not depend on it")]
             )
         case .response(let response, _), .notModified(let response, _):

@@ -42,15 +42,18 @@ public struct RefreshPolicy: Sendable, Hashable {
     /// The documented refresh policy.
     public init() {}
 
-    /// Failure codes that are transient (429 keeps `http-client-error` but is transient).
+    /// Failure codes that are transient (429 keeps `http-client-error` but is transient): the
+    /// network's, and the CDN's when it could not be reached (`cdn-unreachable`).
     public static let transientCodes: Set<String> = [
-        "dns-failure", "connect-failure", "timeout", "transfer-failure", "http-server-error",
+        "dns-failure", "connect-failure", "timeout", "transfer-failure", "http-server-error", "cdn-unreachable",
     ]
 
-    /// Classifies a download.
+    /// Classifies a download. A CDN answer of 5xx (`cdn-http-error`) is transient as an
+    /// origin's is.
     public func classify(_ result: HostFetchResult) -> RefreshOutcome {
         if result.code == "ok" { return result.httpStatus == 304 ? .notModified : .approved }
         if Self.transientCodes.contains(result.code) || result.httpStatus == 429 { return .transient }
+        if result.code == "cdn-http-error", let status = result.httpStatus, (500...599).contains(status) { return .transient }
         return .denied
     }
 
