@@ -6,6 +6,21 @@ import Testing
 /// The app readers over generated fixtures: Mach-O (thin, universal), signature superblobs, XML and
 /// DER entitlements, zip archives, provisioning profiles, and the comparisons.
 struct AppBundleTests {
+    /// An archive naming 65,000 different app folders (what a zip without ZIP64 holds) is read in
+    /// linear time: the folders were kept in an array searched once per entry (40,000 took 41 s,
+    /// a million would take hours). The time limit is the suite's bound, far above a linear read.
+    @Test(.timeLimit(.minutes(1))) func manyAppFoldersAreReadInLinearTime() throws {
+        let entries = (0..<65_000).map { (name: "Payload/A\(String(format: "%07d", 64_999 - $0)).app/", bytes: [UInt8]()) }
+        do {
+            _ = try AppInspector.inspect(bytes: F.zip(entries), path: "many.ipa")
+            Issue.record("an archive of empty folders was read as an app")
+        } catch {
+            // The first folder in name order is the one read; it holds no executable.
+            #expect(error.code == "app-no-executable", "\(error)")
+            #expect(error.message.contains("A0000000.app"), "\(error)")
+        }
+    }
+
     typealias F = AppFixtures
 
     private func code(_ body: () throws -> Void) -> String? {

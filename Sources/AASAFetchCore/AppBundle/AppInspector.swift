@@ -214,14 +214,14 @@ public enum AppInspector {
 
     private static func inspectArchive(_ bytes: [UInt8], path: String, limits: Limits, now: Date) throws(AppBundleError) -> AppInspection {
         let archive = try ZipArchive(bytes: bytes)
-        var apps: [String] = []
+        // A set: an archive may name up to a million entries, each in another app folder.
+        var apps: Set<String> = []
         for entry in archive.entries {
             let parts = entry.name.split(separator: "/", omittingEmptySubsequences: false)
             guard parts.count >= 2, parts[0] == "Payload", parts[1].hasSuffix(".app"), parts[1].count > 4 else { continue }
-            let app = "Payload/\(parts[1])"
-            if !apps.contains(app) { apps.append(app) }
+            apps.insert("Payload/\(parts[1])")
         }
-        guard let bundle = apps.sorted().first else {
+        guard let bundle = apps.min() else {
             throw AppBundleError("zip-no-payload", "\(path) holds no Payload/NAME.app/ folder: not an .ipa")
         }
         var inspection = AppInspection(path: path, kind: .ipa, bundle: bundle, findings: [])
