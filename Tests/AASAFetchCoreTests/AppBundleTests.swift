@@ -2,10 +2,45 @@ import AASAFetchCore
 import AASAFetchTestSupport
 import Foundation
 import Testing
+import Glibc
 
 /// The app readers over generated fixtures: Mach-O (thin, universal), signature superblobs, XML and
 /// DER entitlements, zip archives, provisioning profiles, and the comparisons.
 struct AppBundleTests {
+    /// Inside an `.app` folder only regular files are read: an executable that is a pipe blocked
+    /// the run until a writer came, one linked to `/dev/zero` was read to the 1 GiB cap. An
+    /// `Info.plist` that cannot be read is a warning: the signature is still read.
+    @Test(.timeLimit(.minutes(1))) func anAppFolderHoldsOnlyRegularFiles() throws {
+        let dir = try F.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let app = try F.writeAppFolder(in: dir, executable: F.signedExecutable(), profile: nil)
+        let executable = app + "/Demo"
+        try FileManager.default.removeItem(atPath: executable)
+        #expect(mkfifo(executable, 0o600) == 0)
+        do {
+            _ = try AppInspector.inspect(path: app)
+            Issue.record("a pipe was read as the executable")
+        } catch {
+            #expect(error.code == "app-unreadable", "\(error)")
+            #expect(error.message.contains("not a regular file"), "\(error)")
+        }
+        try FileManager.default.removeItem(atPath: executable)
+        try FileManager.default.createSymbolicLink(atPath: executable, withDestinationPath: "/dev/zero")
+        do {
+            _ = try AppInspector.inspect(path: app)
+            Issue.record("/dev/zero was read as the executable")
+        } catch {
+            #expect(error.code == "app-unreadable", "\(error)")
+        }
+        try FileManager.default.removeItem(atPath: executable)
+        try Data(F.signedExecutable()).write(to: URL(fileURLWithPath: executable))
+        try FileManager.default.removeItem(atPath: app + "/Info.plist")
+        #expect(mkfifo(app + "/Info.plist", 0o600) == 0)
+        let inspection = try AppInspector.inspect(path: app)
+        #expect(inspection.signature != nil)
+        #expect(inspection.findings.contains { $0.code == "info-plist-malformed" }, "\(inspection.findings)")
+    }
+
     /// An archive naming 65,000 different app folders (what a zip without ZIP64 holds) is read in
     /// linear time: the folders were kept in an array searched once per entry (40,000 took 41 s,
     /// a million would take hours). The time limit is the suite's bound, far above a linear read.

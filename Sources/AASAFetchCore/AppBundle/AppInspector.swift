@@ -189,11 +189,33 @@ public enum AppInspector {
         do {
             return try BoundedFile.read(path: path, limit: limit)
         } catch {
-            switch error {
-            case .tooLarge(let size?, let limit): throw AppBundleError("app-too-large", "\(path) is \(size) bytes, more than the \(limit)-byte cap")
-            case .tooLarge(nil, let limit): throw AppBundleError("app-too-large", "\(path) holds more than the \(limit)-byte cap")
-            case .unreadable(let reason): throw AppBundleError("app-unreadable", "cannot read \(path): \(reason)")
-            }
+            throw appError(error, path: path)
+        }
+    }
+
+    /// Reads a file inside an `.app` folder: only a regular file. A device (a link to
+    /// `/dev/zero`) or a pipe (which would block the open, and the run, until a writer came) is
+    /// `app-unreadable`.
+    private static func readBundleFile(_ path: String, limit: Int) throws(AppBundleError) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { throw AppBundleError("app-unreadable", "cannot read \(path): \(SystemReason.text(errno: errno))") }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            throw AppBundleError("app-unreadable", "\(path) is not a regular file (a device, a pipe or a folder); an app holds files")
+        }
+        do {
+            return try BoundedFile.read(handle, limit: limit)
+        } catch {
+            throw appError(error, path: path)
+        }
+    }
+
+    private static func appError(_ error: BoundedFileError, path: String) -> AppBundleError {
+        switch error {
+        case .tooLarge(let size?, let limit): AppBundleError("app-too-large", "\(path) is \(size) bytes, more than the \(limit)-byte cap")
+        case .tooLarge(nil, let limit): AppBundleError("app-too-large", "\(path) holds more than the \(limit)-byte cap")
+        case .unreadable(let reason): AppBundleError("app-unreadable", "cannot read \(path): \(reason)")
         }
     }
 
@@ -274,10 +296,15 @@ public enum AppInspector {
         var executableName = appName
         let infoURL = contents.appendingPathComponent("Info.plist")
         if manager.fileExists(atPath: infoURL.path) {
-            let plist = infoPlist(try readFile(infoURL.path, limit: limits.smallFileBytes), name: infoURL.path)
-            if let name = plist.executable, isPlainName(name) { executableName = name }
-            inspection.bundleIdentifier = plist.bundleID
-            if let finding = plist.finding { inspection.findings.append(finding) }
+            do {
+                let plist = infoPlist(try readBundleFile(infoURL.path, limit: limits.smallFileBytes), name: infoURL.path)
+                if let name = plist.executable, isPlainName(name) { executableName = name }
+                inspection.bundleIdentifier = plist.bundleID
+                if let finding = plist.finding { inspection.findings.append(finding) }
+            } catch {
+                // The signature may still be read: the name of the executable is then assumed.
+                inspection.findings.append(.warning("info-plist-malformed", "\(error.message); the executable is assumed to be \(appName)"))
+            }
         } else {
             inspection.findings.append(.warning("info-plist-missing", "\(path) has no Info.plist; the executable is assumed to be \(appName)"))
         }
@@ -285,7 +312,7 @@ public enum AppInspector {
         inspection.executable = executableURL.path
         if manager.fileExists(atPath: executableURL.path) {
             do {
-                let executable = try readFile(executableURL.path, limit: limits.executableBytes)
+                let executable = try readBundleFile(executableURL.path, limit: limits.executableBytes)
                 inspection.signature = try readSignature(executable, name: executableURL.path, findings: &inspection.findings)
             } catch {
                 inspection.signatureError = error
@@ -297,7 +324,7 @@ public enum AppInspector {
         if manager.fileExists(atPath: profileURL.path) {
             inspection.profilePath = profileURL.path
             do {
-                inspection.profile = try ProvisioningProfile.parse(try readFile(profileURL.path, limit: limits.smallFileBytes))
+                inspection.profile = try ProvisioningProfile.parse(try readBundleFile(profileURL.path, limit: limits.smallFileBytes))
             } catch {
                 inspection.profileError = error
             }
