@@ -648,6 +648,33 @@ struct HostileEnvironmentTests {
         }
     }
 
+    // MARK: - Output files that are descriptors
+
+    /// Under cron, standard output is often a log file opened for appending, and `/dev/stdout`
+    /// leads to it: `--metrics /dev/stdout` and `report --html /dev/stdout` (or a link to it)
+    /// replaced the log. A descriptor's name is refused (`metrics-unwritable`,
+    /// `report-unwritable`), and the log keeps its lines.
+    @Test func aDescriptorsNameIsNeverReplaced() throws {
+        let work = try Self.folder("descriptor")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let cache = work.appendingPathComponent("cache").path
+        let recorded = try ToolRunner.run(["--domain", "applinks:a.example.com", "--connect-to", "::127.0.0.1:9", "--allow-private",
+                                           "--retry-delays", "", "--quiet"], cache: cache)
+        #expect(recorded.status == 1, "\(recorded.stderr)")
+        let log = work.appendingPathComponent("cron.log").path
+        try "an earlier line\n".write(toFile: log, atomically: true, encoding: .utf8)
+        let link = work.appendingPathComponent("out.prom").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/dev/stdout")
+        for (command, code) in [("refresh --metrics /dev/stdout", "metrics-unwritable"), ("report --html /dev/stdout", "report-unwritable"),
+                                ("refresh --metrics /proc/self/fd/1", "metrics-unwritable"), ("report --html \(Self.quoted(link))", "report-unwritable")] {
+            let run = try Self.shell("exec \"$AASA\" \(command) --cache \(Self.quoted(cache)) >> \(Self.quoted(log)) 2>&1")
+            #expect(run.status == 2, "\(command)")
+            let text = try String(contentsOfFile: log, encoding: .utf8)
+            #expect(text.hasPrefix("an earlier line\n"), "\(command) replaced the log: \(text)")
+            #expect(text.contains(code), "\(command): \(text)")
+        }
+    }
+
     // MARK: - Names that are not UTF-8
 
     /// An argument that is not UTF-8 (a Latin-1 file name) is a usage error naming its bytes: it

@@ -96,6 +96,12 @@ public enum AtomicFile {
     /// The file a write to `path` replaces: `path` when nothing or a regular file is there, the
     /// file its symbolic links lead to when it is one; an error for anything else.
     static func target(of path: String) -> Result<String, WriteError> {
+        // `/dev/stdout` under cron is a link to the log file that standard output appends to:
+        // renaming over it would replace the log, so a descriptor's name is refused whatever it
+        // leads to.
+        if let name = descriptorName(on: path) {
+            return .failure(WriteError(message: "\(path) names a descriptor of this process (\(name)), not a file, so it is not replaced; give a file name (- for standard output where a command takes it)"))
+        }
         var info = stat()
         guard lstat(path, &info) == 0 else {
             // Nothing there (or a folder on the way is missing: the folder check says which).
@@ -118,6 +124,26 @@ public enum AtomicFile {
         default:
             return .failure(WriteError(message: "\(path) is not a regular file (a device, pipe or socket), so it is not replaced; give a file name (- for standard output where a command takes it)"))
         }
+    }
+
+    /// The first name on the way from `path` to its file (`path` itself, then each symbolic link's
+    /// target) that names an open descriptor: `/dev/stdout`, `/dev/stderr`, `/dev/stdin`,
+    /// `/dev/fd/N`, `/proc/PID/fd/N`. `nil` when none does.
+    static func descriptorName(on path: String) -> String? {
+        var current = URL(fileURLWithPath: path).standardizedFileURL.path
+        for _ in 0..<40 {
+            if ["/dev/stdout", "/dev/stderr", "/dev/stdin"].contains(current) || current.hasPrefix("/dev/fd/")
+                || current.hasPrefix("/proc/") && current.split(separator: "/").dropFirst(2).first == "fd" {
+                return current
+            }
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(current, &buffer, buffer.count - 1)
+            guard count > 0 else { return nil }
+            let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let base = URL(fileURLWithPath: current).deletingLastPathComponent()
+            current = (target.hasPrefix("/") ? URL(fileURLWithPath: target) : base.appendingPathComponent(target)).standardizedFileURL.path
+        }
+        return nil
     }
 
     private static func lastError() -> String { SystemReason.text(errno: errno) }
