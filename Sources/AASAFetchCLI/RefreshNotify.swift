@@ -38,12 +38,7 @@ struct NotifyOptions: ParsableArguments {
 
     /// The URL as messages show it: scheme, host and port only (a webhook's path often holds its
     /// secret, and standard error ends up in cron mail).
-    static func shown(_ url: String) -> String {
-        guard let components = URLComponents(string: url), let scheme = components.scheme, let host = components.host else { return "the webhook" }
-        let port = components.port.map { ":\($0)" } ?? ""
-        let path = (components.path.isEmpty || components.path == "/") ? "" : "/…"
-        return "\(scheme)://\(host)\(port)\(path)"
-    }
+    static func shown(_ url: String) -> String { Notifier.shown(url) }
 
     /// Says on standard error what a delivery run could not do: a notification that failed
     /// (`notify-failed`, `notify-rejected`), notifications dropped from a full queue

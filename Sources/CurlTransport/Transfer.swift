@@ -297,7 +297,7 @@ final class Transfer {
             // Only a 200 answer's body is judged: a longer one fails the transfer. Any other
             // answer is decided by its status and headers, so its body is kept up to the limit
             // and the transfer ends there with that response (`outcome(_:)`).
-            if lastStatus == 200 {
+            if lastStatus == 200, request.failsOnLargeBody {
                 bodyLimitExceeded = true
             } else {
                 bodyCut = true
@@ -338,7 +338,7 @@ final class Transfer {
             guard lastStatus != 0, !headersEnded else { return true }
             headersEnded = true
             // A 200 answer that announces a body over the limit ends here, before its body.
-            if lastStatus == 200, let length = header("Content-Length").flatMap({ Int($0) }),
+            if lastStatus == 200, request.failsOnLargeBody, let length = header("Content-Length").flatMap({ Int($0) }),
                length > request.maxBodyBytes + Self.encodingAllowance {
                 announcedLength = length
                 return false
@@ -415,8 +415,9 @@ final class Transfer {
     /// - A transfer libcurl calls done is a failure when its header block never ended: libcurl
     ///   7.88 accepts a connection closed after the status line or inside the headers as a whole
     ///   answer with an empty body.
-    /// - An answer other than 200 whose body was cut at the limit, or could not be decoded, is a
-    ///   response (``TransferResponse/bodyTruncated``): its status and headers decide it.
+    /// - An answer other than 200 (any answer, without ``TransferRequest/failsOnLargeBody``)
+    ///   whose body was cut at the limit, or could not be decoded, is a response
+    ///   (``TransferResponse/bodyTruncated``): its status and headers decide it.
     func outcome(_ code: CURLcode) -> Result<TransferResponse, TransferFailure> {
         if code == CURLE_OK {
             guard headersEnded else {
@@ -427,7 +428,7 @@ final class Transfer {
             }
             return .success(makeResponse())
         }
-        if headersEnded, lastStatus != 200, bodyCut || code == CURLE_BAD_CONTENT_ENCODING {
+        if headersEnded, lastStatus != 200 || !request.failsOnLargeBody, bodyCut || code == CURLE_BAD_CONTENT_ENCODING {
             var response = makeResponse()
             response.bodyTruncated = true
             return .success(response)

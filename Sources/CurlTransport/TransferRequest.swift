@@ -40,9 +40,13 @@ public struct TransferRequest: Sendable, Hashable {
     /// Seconds allowed for the whole transfer, as curl's `--max-time`.
     public var maxTime: Double
     /// Largest decoded body accepted, in bytes. A 200 answer that announces or sends more fails
-    /// (``TransferFailureKind/tooLarge``) as soon as it does; any other answer ends there with its
-    /// status and headers (``TransferResponse/bodyTruncated``).
+    /// (``TransferFailureKind/tooLarge``) as soon as it does, unless ``failsOnLargeBody`` is off;
+    /// any other answer ends there with its status and headers (``TransferResponse/bodyTruncated``).
     public var maxBodyBytes: Int
+    /// Whether a 200 answer's body over ``maxBodyBytes`` fails the transfer (an association file
+    /// is judged by its body); off, it is cut there as any other answer's is (a webhook's answer,
+    /// decided by its status).
+    public var failsOnLargeBody = true
     /// Most bytes of header and trailer lines accepted per transfer (every response of it,
     /// interim ones and the trailers of a chunked body included); the transfer is aborted as soon
     /// as more arrive (``TransferFailureKind/headersTooLarge``). libcurl's own cap on a response's

@@ -206,6 +206,32 @@ struct NotifyCommandTests {
         #expect(try await sites.store().queuedNotifications().isEmpty)
     }
 
+    /// A receiver that answers 2xx with a long body took the event, and the run says so (over
+    /// 1 MiB it was `notify-failed`: the event was sent again by every run and held the queue). A
+    /// redirect is named without its path, which holds the same secret as the webhook's.
+    @Test func theAnswersStatusDecidesAndARedirectKeepsTheSecret() async throws {
+        let sites = try await Sites.start(count: 2)
+        defer { sites.stop() }
+        let long = try await Self.receiver(.respond(status: 200, body: String(repeating: "x", count: 1024), repeat: 2048))
+        defer { long.stop() }
+        try sites.record()
+        try sites.serve(nil, for: "h1.notify.example.com")
+        let refresh = try sites.run(["refresh", "--now", Self.later(days: 2), "--json"] + sites.network + Self.notify(long))
+        #expect(refresh.status == 1, "stderr: \(refresh.stderr)")
+        #expect(!refresh.stderr.contains("notify-"), "\(refresh.stderr)")
+        let delivery = try #require(try refresh.json()["notifications"] as? [String: Any], "\(refresh.stdout)")
+        #expect(delivery["delivered"] as? Int == 1 && delivery["pending"] as? Int == 0, "\(delivery)")
+        #expect(try Self.posts(long).count == 1)
+
+        let moved = try await Self.receiver(.respond(status: 301, headers: [("Location", "https://localhost:1/hooks/aasa-secret")]))
+        defer { moved.stop() }
+        try sites.serve(nil, for: "h0.notify.example.com")
+        let redirected = try sites.run(["refresh", "--now", Self.later(days: 4), "--json"] + sites.network + Self.notify(moved))
+        #expect(redirected.stderr.contains("notify-rejected"), "\(redirected.stderr) \(redirected.stdout)")
+        #expect(redirected.stderr.contains("redirect to https://localhost:1/…"), "\(redirected.stderr)")
+        #expect(!redirected.stderr.contains("aasa-secret") && !redirected.stdout.contains("aasa-secret"), "\(redirected.stderr)")
+    }
+
     @Test func aReceiverDownForAWholeRunGetsTheEventsFromTheNextRunOnceOnSQLite() async throws {
         try await Self.downThenUp(storeArguments: [])
     }

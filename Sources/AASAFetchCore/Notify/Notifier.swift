@@ -204,12 +204,23 @@ public struct Notifier: Sendable {
         case stopped
     }
 
+    /// A webhook URL as messages show it: scheme, host and port, the path (which often holds the
+    /// webhook's secret, and standard error ends up in cron mail) as `/…`.
+    public static func shown(_ url: String) -> String {
+        guard let components = URLComponents(string: url), let scheme = components.scheme, let host = components.host else { return "the webhook" }
+        let port = components.port.map { ":\($0)" } ?? ""
+        let path = (components.path.isEmpty || components.path == "/") ? "" : "/…"
+        return "\(scheme)://\(host)\(port)\(path)"
+    }
+
     /// The request for one event.
     func request(for event: NotificationEvent) -> TransferRequest {
         let body = format == .slack ? NotificationEvent.slackJSON([event]) : event.json
         var request = TransferRequest(
             url: url, headers: [], userAgent: userAgent, connectTimeout: connectTimeout, maxTime: maxTime,
-            maxBodyBytes: 1024 * 1024, caFile: caFile, allowPrivateAddresses: allowPrivateAddresses)
+            maxBodyBytes: Self.answerBytesKept, caFile: caFile, allowPrivateAddresses: allowPrivateAddresses)
+        // The answer's status decides; its body is only quoted, so a long one is cut, not failed.
+        request.failsOnLargeBody = false
         request.body = TransferBody(bytes: body, contentType: "application/json")
         request.allowPlainHTTP = true
         return request
@@ -230,7 +241,8 @@ public struct Notifier: Sendable {
                 case 200..<300:
                     return .delivered
                 case 300..<400:
-                    let target = response.redirectURL.map { " to \($0)" } ?? ""
+                    // Shown as the webhook's own URL is: its path may hold the same secret.
+                    let target = response.redirectURL.map { " to \(Self.shown($0))" } ?? ""
                     return .failed(NotifyFailure(code: "notify-rejected", message: "HTTP \(response.status) redirect\(target), which is never followed; give the final URL",
                                                  event: event, attempts: attempt))
                 case 408, 429, 500...:
@@ -256,6 +268,9 @@ public struct Notifier: Sendable {
         }
         return .failed(NotifyFailure(code: "notify-failed", message: last, event: event, attempts: max(1, attempts)))
     }
+
+    /// The most bytes of a receiver's answer kept (its first 200 characters are quoted).
+    static let answerBytesKept = 64 * 1024
 
     /// The first 200 characters of an answer's body, on one line, for the warning.
     static func snippet(_ body: [UInt8]) -> String {
