@@ -147,7 +147,8 @@ extension AASAFetchCommand {
             do {
                 let database = try await store.open(create: false, readOnly: true)
                 if let host {
-                    let name = host.lowercased()
+                    // As `refresh --host` names hosts: `BÜCHER.example` is `xn--bcher-kva.example`.
+                    let name = AASAFetchCommand.Refresh.normalizedHost(host) ?? host.lowercased()
                     let states = try await database.states(of: Route.allCases.map { HostKey(host: name, route: $0) })
                     let keys = states.keys.sorted()
                     let needs = try await database.needs(for: keys)
@@ -340,7 +341,7 @@ extension AASAFetchCommand {
 
         func run() async throws {
             let console = Console.standard
-            let name = host.lowercased()
+            let name = AASAFetchCommand.Refresh.normalizedHost(host) ?? host.lowercased()
             let removed: Int
             do {
                 removed = try await store.open(create: false).forget(host: name)
@@ -412,6 +413,9 @@ extension AASAFetchCommand {
             }
         }
 
+        /// The longest file name, in bytes (`NAME_MAX` of the usual file systems).
+        static let maxFileNameBytes = 255
+
         /// The file of a host on a route, relative to the export folder.
         static func relativePath(host: String, route: Route) -> String {
             "\(route.rawValue)/\(host).json"
@@ -438,8 +442,12 @@ extension AASAFetchCommand {
                     let states = try await database.states(of: chunk)
                     for key in chunk {
                         guard let state = states[key], let body = state.approvedBody else { continue }
-                        guard Self.isPlainHostName(key.host) else {
-                            let reason = "not a plain host name, so it names no file"
+                        // A plain name, and one short enough for HOST.json to be a file name (255
+                        // bytes: a valid host has up to 253).
+                        let reason = !Self.isPlainHostName(key.host) ? "not a plain host name, so it names no file"
+                            : key.host.utf8.count + ".json".utf8.count > Self.maxFileNameBytes ? "too long for a file name (\(key.host.utf8.count) bytes and .json, over \(Self.maxFileNameBytes))"
+                            : nil
+                        if let reason {
                             console.err("aasa-fetch: warning: export-unsafe-host: skipped \(key.host.debugDescription) (\(key.route.rawValue)): \(reason)")
                             skipped.append(Skipped(host: key.host, route: key.route, reason: reason))
                             continue

@@ -203,9 +203,14 @@ struct HostileFileTests {
         let cache = dir.appendingPathComponent("cache")
         try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
         let store = try SQLiteAssociationStore(path: cache.appendingPathComponent(SQLiteAssociationStore.fileName).path)
-        let safe = [HostKey(host: "x.cdn"), HostKey(host: "x", route: .cdn), HostKey(host: "good.example.com")]
+        // A valid host name has up to 253 bytes; HOST.json fits a file name (255) up to 250.
+        func long(_ bytes: Int) -> String {
+            [String(repeating: "a", count: 63), String(repeating: "b", count: 63), String(repeating: "c", count: 63),
+             String(repeating: "d", count: bytes - 192)].joined(separator: ".")
+        }
+        let safe = [HostKey(host: "x.cdn"), HostKey(host: "x", route: .cdn), HostKey(host: "good.example.com"), HostKey(host: long(250))]
         let unsafe = [HostKey(host: "../escape"), HostKey(host: "/abs/x", route: .cdn), HostKey(host: "a/../../b"), HostKey(host: ".."),
-                      HostKey(host: "evil\u{1B}]0;title\u{07}")]
+                      HostKey(host: "evil\u{1B}]0;title\u{07}"), HostKey(host: long(251)), HostKey(host: long(253))]
         let now = Date()
         _ = try await store.register(hosts: (safe + unsafe).map { HostRegistration(key: $0, tier: 0) }, needs: [], now: now)
         func body(_ key: HostKey) -> [UInt8] { Array("{\"applinks\":{\"details\":[]},\"for\":\"\(key)\"}".utf8) }
@@ -235,6 +240,7 @@ struct HostileFileTests {
         #expect(outside.isEmpty, "written outside --out: \(outside)")
         #expect(!FileManager.default.fileExists(atPath: "/abs/x.json") && !FileManager.default.fileExists(atPath: "/abs/x.cdn.json"))
         #expect(Set(all.filter { $0.hasPrefix("out/inner/") && $0.hasSuffix(".json") })
-                    == ["out/inner/origin/x.cdn.json", "out/inner/cdn/x.json", "out/inner/origin/good.example.com.json"])
+                    == ["out/inner/origin/x.cdn.json", "out/inner/cdn/x.json", "out/inner/origin/good.example.com.json",
+                        "out/inner/origin/\(long(250)).json"])
     }
 }

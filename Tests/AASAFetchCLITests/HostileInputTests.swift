@@ -51,6 +51,22 @@ struct HostileInputTests {
         }
     }
 
+    /// `show HOST` and `forget HOST` name hosts as `refresh --host` does: a Unicode or upper-case
+    /// name is the stored Punycode one (they said `host-unknown`).
+    @Test func showAndForgetTakeUnicodeNames() throws {
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("idn-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let recorded = try ToolRunner.run(["--domain", "applinks:xn--bcher-kva.example", "--connect-to", "::127.0.0.1:9", "--allow-private",
+                                           "--retry-delays", "", "--quiet"], cache: cache)
+        #expect(recorded.status == 1, "\(recorded.stderr)")
+        let shown = try ToolRunner.run(["show", "BÜCHER.example", "--json"], cache: cache)
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect((try shown.json()["hosts"] as? [[String: Any]])?.first?["host"] as? String == "xn--bcher-kva.example", "\(shown.stdout)")
+        let forgotten = try ToolRunner.run(["forget", "bücher.example"], cache: cache)
+        #expect(forgotten.status == 0, "\(forgotten.stderr)")
+        #expect(try ToolRunner.run(["show", "xn--bcher-kva.example"], cache: cache).status == 1)
+    }
+
     /// `--history-limit` below 0 is a usage error on `show` as on `report` (show took it as 0).
     @Test func aNegativeHistoryLimitIsAUsageError() throws {
         for command in [["show", "a.example.com"], ["report", "--html", "-"]] {
