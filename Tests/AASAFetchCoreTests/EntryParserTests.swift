@@ -65,6 +65,16 @@ struct EntryParserTests {
         #expect(finding.fix == fix, "\(entry): \(finding)")
     }
 
+    /// The app ID takes both variable forms, as entries do (`${AppIdentifierPrefix}` stayed as
+    /// written, and the run judged a literal `${…}` app ID).
+    @Test func theAppIDTakesBothVariableForms() {
+        let table = ["AppIdentifierPrefix": "ABCDE12345.", "NAME": "demo"]
+        #expect(AppID.expand("${AppIdentifierPrefix}com.example.${NAME}", definitions: table) == "ABCDE12345.com.example.demo")
+        #expect(AppID.expand("$(AppIdentifierPrefix)com.example.$(NAME)", definitions: table) == "ABCDE12345.com.example.demo")
+        #expect(AppID.expand("${TeamIdentifierPrefix}com.example", definitions: table) == nil)
+        #expect(AppID.expand("ABCDE12345.com.example", definitions: [:]) == "ABCDE12345.com.example")
+    }
+
     @Test func messagesNameWhatTheEntrySays() throws {
         #expect(try #require(parse("applinks:${APP_DOMAIN}").findings.first).message.contains("the Xcode variable ${APP_DOMAIN}"))
         #expect(try #require(parse("applinks:$(APP_DOMAIN)").findings.first).message.contains("the Xcode variable $(APP_DOMAIN)"))

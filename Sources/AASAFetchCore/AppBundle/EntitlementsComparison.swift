@@ -105,8 +105,8 @@ public enum EntitlementsComparison {
     /// `CFBundleIdentifier`, `PRODUCT_BUNDLE_IDENTIFIER` (from its app ID, team and `Info.plist`).
     public static func definitions(for inspection: AppInspection) -> [String: String] {
         var table: [String: String] = [:]
-        // (An unexpanded `$(…)` app ID of a plain .entitlements file defines nothing.)
-        if let appID = inspection.appID, !appID.contains("$("), let dot = appID.firstIndex(of: ".") {
+        // (An unexpanded `$(…)` or `${…}` app ID of a plain .entitlements file defines nothing.)
+        if let appID = inspection.appID, !appID.contains("$("), !appID.contains("${"), let dot = appID.firstIndex(of: ".") {
             table["AppIdentifierPrefix"] = String(appID[...dot])
             let bundleID = String(appID[appID.index(after: dot)...])
             table["CFBundleIdentifier"] = bundleID

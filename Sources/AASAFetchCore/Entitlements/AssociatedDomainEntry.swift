@@ -123,10 +123,11 @@ public struct EntryParser: Sendable {
         }
 
         // Build-setting variables: $(NAME) or ${NAME}.
-        switch expandVariables(text) {
+        switch XcodeVariables.expand(text, definitions: definitions) {
         case .success(let expanded):
             text = expanded
         case .failure(let unresolved):
+            let unresolved = unresolved.name
             return fail(
                 "entitlement-unresolved-variable",
                 "'\(text)' holds the Xcode variable \(text.contains("${\(unresolved)}") ? "${\(unresolved)}" : "$(\(unresolved))"), which is set only when the app is built",
@@ -296,35 +297,6 @@ public struct EntryParser: Sendable {
         case .managed: "managed devices"
         case .developerManaged: "devices in both developer and managed mode"
         }
-    }
-
-    /// Expands `$(NAME)` and `${NAME}`; fails with the first undefined name.
-    private func expandVariables(_ text: String) -> Result<String, UnresolvedVariable> {
-        guard text.utf8.contains(UInt8(ascii: "$")) else { return .success(text) }
-        var output = ""
-        var index = text.startIndex
-        while index < text.endIndex {
-            let character = text[index]
-            let next = text.index(after: index)
-            if character == "$", next < text.endIndex, text[next] == "(" || text[next] == "{" {
-                let closer: Character = text[next] == "(" ? ")" : "}"
-                if let end = text[next...].firstIndex(of: closer) {
-                    let name = String(text[text.index(after: next)..<end])
-                    guard let value = definitions[name] else { return .failure(UnresolvedVariable(name: name)) }
-                    output += value
-                    index = text.index(after: end)
-                    continue
-                }
-            }
-            output.append(character)
-            index = next
-        }
-        return .success(output)
-    }
-
-    private struct UnresolvedVariable: Error, CustomStringConvertible {
-        var name: String
-        var description: String { name }
     }
 
     /// The IP address an entry names instead of a domain, port left out: a bracketed IPv6 literal

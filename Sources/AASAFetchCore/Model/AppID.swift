@@ -14,20 +14,10 @@ public enum AppID {
         }
     }
 
-    /// Expands `$(NAME)` variables in an `application-identifier`; `nil` when one is undefined.
-    /// `$(AppIdentifierPrefix)` and `$(TeamIdentifierPrefix)` end with a dot, as Xcode defines them.
+    /// Expands `$(NAME)` and `${NAME}` variables in an `application-identifier`; `nil` when one
+    /// is undefined. `$(AppIdentifierPrefix)` and `$(TeamIdentifierPrefix)` end with a dot, as
+    /// Xcode defines them.
     public static func expand(_ identifier: String, definitions: [String: String]) -> String? {
-        var output = ""
-        var rest = Substring(identifier)
-        while let start = rest.range(of: "$(") {
-            output += rest[..<start.lowerBound]
-            guard let end = rest[start.upperBound...].firstIndex(of: ")") else { return nil }
-            let name = String(rest[start.upperBound..<end])
-            guard let value = definitions[name] else { return nil }
-            output += value
-            rest = rest[rest.index(after: end)...]
-        }
-        output += rest
-        return output
+        try? XcodeVariables.expand(identifier, definitions: definitions).get()
     }
 }
