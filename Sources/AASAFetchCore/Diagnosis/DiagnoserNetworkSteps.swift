@@ -128,15 +128,17 @@ struct ConnectTarget {
             connectToEntry = entry
             break
         }
+        // As libcurl reads `--resolve`: a host of `*` stands for any, and a later entry for the
+        // same name and port replaces an earlier one (the last match wins).
         for entry in resolve {
             var text = Substring(entry)
             if text.hasPrefix("-") { continue }
             if text.hasPrefix("+") { text = text.dropFirst() }
             let parts = Self.fields(String(text))
-            guard parts.count >= 3, parts[0].lowercased() == self.host.lowercased(), Int(parts[1]) == self.port else { continue }
-            fixedAddresses = parts[2...].joined(separator: ":").split(separator: ",").map { Self.unbracket(String($0)) }
+            guard parts.count >= 3, parts[0] == "*" || parts[0].lowercased() == self.host.lowercased(), Int(parts[1]) == self.port else { continue }
+            fixedAddresses = parts[2...].joined(separator: ":").split(separator: ",")
+                .map { Self.unbracket($0.trimmingCharacters(in: .whitespaces)) }
             resolveEntry = entry
-            break
         }
     }
 
