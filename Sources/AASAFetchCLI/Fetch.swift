@@ -120,7 +120,9 @@ extension AASAFetchCommand {
             let (summary, failure) = await streaming.run()
             await clients.shutdown()
             if let failure { throw failure }
-            if let summary, summary.failed > 0 { throw ExitStatus.failure }
+            // An error about the app itself (`--app`: a profile that refuses a domain, signatures
+            // that disagree) fails the run as an entry that fails does: the device would refuse.
+            if let summary, summary.failed > 0 || settled.findings.contains(where: { $0.severity == .error }) { throw ExitStatus.failure }
         }
     }
 }

@@ -212,14 +212,17 @@ struct RunRenderer {
         }
     }
 
-    /// The warnings said once and the closing line.
-    func finish(summary s: RunSummary) {
+    /// The warnings said once and the closing line; `runErrors` counts the run's own error findings
+    /// (about the app given with `--app`: a profile that refuses a domain, …).
+    func finish(summary s: RunSummary, runErrors: Int = 0) {
         for (code, hosts) in foldedHosts.sorted(by: { $0.key < $1.key }) {
             let which = hosts.count == hostsSeen ? "every host"
                 : hosts.names.joined(separator: ", ") + (hosts.count > hosts.names.count ? " and \(hosts.count - hosts.names.count) more" : "")
             emit("\(renderer.tag(.warning)) \(code) (\(which)): \(hosts.message)")
         }
-        emit(Self.tally(associated: s.associated, entries: s.entries, failed: s.failed, unjudged: s.unjudged, warnings: s.warnings, console: console))
+        var line = Self.tally(associated: s.associated, entries: s.entries, failed: s.failed, unjudged: s.unjudged, warnings: s.warnings, console: console)
+        if runErrors > 0 { line += ", " + console.paint("\(Plural.count(runErrors, "error")) about the app", .red) }
+        emit(line)
     }
 
     /// The closing line of a run or a diagnosis of several entries:

@@ -133,7 +133,7 @@ struct StreamingRun {
             } else {
                 try source.forEachVerdict(.unfetchable) { human.unfetchable($0) }
                 try source.forEachVerdict(.fetchableWithOwnFindings) { human.ownFindings($0) }
-                human.finish(summary: summary)
+                human.finish(summary: summary, runErrors: settled.findings.filter { $0.severity == .error }.count)
             }
             return (summary, storeFailure ?? .shortage(shortages))
         } catch {

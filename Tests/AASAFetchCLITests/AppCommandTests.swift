@@ -76,6 +76,26 @@ struct AppCommandTests {
         #expect(missing.stderr.contains("entitlements-unreadable"))
     }
 
+    /// An error about the app fails the run: a profile that does not allow a domain the app
+    /// signs (the device refuses the entitlement) gave "3 of 3 entries associate" and exit 0. The
+    /// closing line counts the errors about the app.
+    @Test(.timeLimit(.minutes(2))) func anErrorAboutTheAppFailsTheRun() async throws {
+        let sites = try await ExampleSites.start()
+        defer { sites.stop() }
+        let dir = try F.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var allowed = F.portalEntitlements(appID: "ABCDE12345.com.example.app")
+        allowed["com.apple.developer.associated-domains"] = .array([.string("applinks:example.com")])
+        let executable = F.signedExecutable(F.entitlements(domains: ["applinks:example.com", "applinks:shop.example.net"],
+                                                           appID: "ABCDE12345.com.example.app"))
+        let ipa = dir.appendingPathComponent("Demo.ipa")
+        try Data(F.zip(F.ipaEntries(executable: executable, profile: try F.profile(entitlements: allowed)))).write(to: ipa)
+        let run = try ToolRunner.run(["--app", ipa.path, "--no-store"], environment: sites.environment())
+        #expect(run.status == 1, "\(run.stdout)\n\(run.stderr)")
+        #expect(run.stdout.contains("profile-missing-domain"), "\(run.stdout)")
+        #expect(run.stdout.contains("2 of 2 entries associate") && run.stdout.contains("1 error about the app"), "\(run.stdout)")
+    }
+
     @Test func planTakesTheEntriesFromTheApp() throws {
         let dir = try Self.workspace()
         defer { try? FileManager.default.removeItem(at: dir) }
