@@ -49,7 +49,9 @@ extension AASAFetchCommand {
             if let compare {
                 let file: EntitlementsFile
                 do {
-                    file = try EntitlementsFile.read(path: compare)
+                    // A project file without the key lists no domain: what the app signs is then
+                    // missing from it, the difference this comparison is for.
+                    file = try EntitlementsFile.read(path: compare, requireDomains: false)
                 } catch {
                     throw CommandFailure(code: error.code, message: "\(compare): \(error.message)")
                 }

@@ -74,6 +74,14 @@ struct AppCommandTests {
         let missing = try ToolRunner.run(["entitlements", ipa, "--compare", dir.appendingPathComponent("absent.entitlements").path])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("entitlements-unreadable"))
+
+        // A project file that forgot the key (a per-configuration file) lists no domain: every
+        // signed one is a difference (it stopped with exit 2, entitlements-missing-key).
+        let forgotten = dir.appendingPathComponent("Debug.entitlements")
+        try Data(F.xmlPlist(["application-identifier": .string("ABCDE12345.com.example.demo")])).write(to: forgotten)
+        let noKey = try ToolRunner.run(["entitlements", ipa, "--compare", forgotten.path, "--json"])
+        #expect(noKey.status == 1, "\(noKey.stderr)")
+        #expect(try noKey.json().findingCodes.filter { $0 == "compare-missing-in-project" }.count == 3, "\(noKey.stdout)")
     }
 
     /// An error about the app fails the run: a profile that does not allow a domain the app

@@ -45,7 +45,11 @@ public struct EntitlementsFile: Sendable, Hashable {
     public static let maxFileBytes = 4 << 20
 
     /// Reads an entitlements file (XML or binary plist) from disk, at most ``maxFileBytes``.
-    public static func read(path: String) throws(EntitlementsError) -> EntitlementsFile {
+    ///
+    /// - Parameter requireDomains: whether a file without the associated-domains key is an error
+    ///   (`entitlements-missing-key`); without it, the file lists no domain (`entitlements
+    ///   --compare`: a per-configuration file that forgot them is the difference to show).
+    public static func read(path: String, requireDomains: Bool = true) throws(EntitlementsError) -> EntitlementsFile {
         let bytes: [UInt8]
         do {
             bytes = try BoundedFile.read(path: path, limit: maxFileBytes)
@@ -58,12 +62,12 @@ public struct EntitlementsFile: Sendable, Hashable {
                 throw EntitlementsError(code: "entitlements-unreadable", message: error.message(path: "the file"))
             }
         }
-        return try parse(Data(bytes))
+        return try parse(Data(bytes), requireDomains: requireDomains)
     }
 
     /// Parses entitlements from XML or binary property list bytes (through ``PropertyListReader``,
     /// so shared objects, cycles and deep nesting are refused: `entitlements-too-complex`).
-    public static func parse(_ data: Data) throws(EntitlementsError) -> EntitlementsFile {
+    public static func parse(_ data: Data, requireDomains: Bool = true) throws(EntitlementsError) -> EntitlementsFile {
         let value: PlistValue
         do {
             value = try PropertyListReader.decode([UInt8](data))
@@ -73,7 +77,7 @@ public struct EntitlementsFile: Sendable, Hashable {
         guard case .dictionary(let dictionary) = value else {
             throw EntitlementsError(code: "entitlements-not-a-dictionary", message: "the property list's top level is not a dictionary")
         }
-        var file = try from(dictionary)
+        var file = try from(dictionary, requireDomains: requireDomains)
         if let lines = PlistXMLLines.elementLines(ofArrayFor: associatedDomainsKey, in: [UInt8](data)),
            lines.count == file.associatedDomains.count {
             file.associatedDomainLines = lines
@@ -83,8 +87,8 @@ public struct EntitlementsFile: Sendable, Hashable {
 
     /// Reads the entitlements this tool needs from a decoded dictionary (an app's code signature or
     /// a provisioning profile), with the same codes as ``parse(_:)``.
-    public static func from(_ dictionary: [String: PlistValue]) throws(EntitlementsError) -> EntitlementsFile {
-        guard let rawDomains = dictionary[associatedDomainsKey] else {
+    public static func from(_ dictionary: [String: PlistValue], requireDomains: Bool = true) throws(EntitlementsError) -> EntitlementsFile {
+        guard let rawDomains = dictionary[associatedDomainsKey] ?? (requireDomains ? nil : .array([])) else {
             throw EntitlementsError(
                 code: "entitlements-missing-key",
                 message: "no \(associatedDomainsKey) key: the app has no associated domains (a release build signed without them?)"
