@@ -31,8 +31,12 @@ extension AASAFetchCommand {
 
         /// The entry `HOST` names: a whole entry when it starts with a known service, else `applinks:HOST`.
         static func entry(forHost host: String) -> String {
-            let prefix = host.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-            return host.contains(":") && Service(name: prefix).isKnown ? host : "applinks:\(host)"
+            let parts = host.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2 else { return "applinks:\(host)" }
+            // `example.com:8443` is a host with a port (which the entry check then names); any
+            // other `word:rest` is a whole entry, a service the check may not know included.
+            let isPort = !parts[1].isEmpty && parts[1].utf8.allSatisfy { (0x30...0x39).contains($0) }
+            return Service(name: String(parts[0])).isKnown || !isPort ? host : "applinks:\(host)"
         }
 
         /// The entries in the order `fetch` starts their downloads (priority tier, then entry

@@ -114,6 +114,10 @@ struct InputGrammarTests {
         #expect(hosts("FR") == ["applinks:b.com", "applinks:c.fr", "applinks:a.de", "applinks:https://bad/"])
         #expect(AASAFetchCommand.Diagnose.entry(forHost: "example.com") == "applinks:example.com")
         #expect(AASAFetchCommand.Diagnose.entry(forHost: "webcredentials:example.com") == "webcredentials:example.com")
+        // A port stays the host's (the check names it); any other `word:rest` is a whole entry
+        // (`foo:` was read as a host with the "port" ok.example.com).
+        #expect(AASAFetchCommand.Diagnose.entry(forHost: "example.com:8443") == "applinks:example.com:8443")
+        #expect(AASAFetchCommand.Diagnose.entry(forHost: "foo:ok.example.com") == "foo:ok.example.com")
     }
 
     /// Through the binary against the example sites: every input option means the same in each command.
