@@ -206,6 +206,12 @@ struct RunLogicTests {
         transport.on(Self.cdnBase + "unknown.test", .status(405))
         transport.on(Self.cdnBase + "busy.test", .status(503), .status(503), .json(Self.good))
         transport.on(Self.cdnBase + "down.test", .fail(.connectFailure))
+        transport.on(Self.cdnBase + "odd.test", .status(404, headers: [
+            ("Apple-Failure-Reason", "SWCERR00999 Something"),
+            ("Apple-Failure-Details", #"{"n":null,"b":true,"x":1,"nested":{"a":[1,2]},"q":"say \"hi\""}"#),
+        ]))
+        transport.on(Self.cdnBase + "refused.test", .fail(.invalidRequest))
+        transport.on(Self.cdnBase + "huge.test", .fail(.tooLarge))
 
         let ok = await cdn.fetch(host: "ok.test")
         #expect(ok.code == "ok" && ok.route == .cdn && ok.cdn?.age == 120)
@@ -218,6 +224,14 @@ struct RunLogicTests {
         let busy = await cdn.fetch(host: "busy.test")
         #expect(busy.code == "ok" && busy.attempts.count == 3, "transient CDN failures are retried")
         #expect(await cdn.fetch(host: "down.test").code == "cdn-unreachable")
+        // Values that are not strings stay JSON (they were Swift's descriptions: "1", "<null>",
+        // "[\"a\": [1, 2]]"), and the log line is JSON too.
+        let odd = await cdn.fetch(host: "odd.test")
+        #expect(odd.cdn?.failureDetails == ["n": "null", "b": "true", "x": "1", "nested": #"{"a":[1,2]}"#, "q": #"say "hi""#], "\(String(describing: odd.cdn?.failureDetails))")
+        #expect(odd.cdn?.logLine?.hasSuffix(#" -- {"b":"true","n":"null","nested":"{\"a\":[1,2]}","q":"say \"hi\"","x":"1"}"#) == true, "\(odd.cdn?.logLine ?? "")")
+        // A request libcurl refused is the run's (never recorded); an answer too large is the CDN's.
+        #expect(await cdn.fetch(host: "refused.test").code == "invalid-request")
+        #expect(await cdn.fetch(host: "huge.test").code == "cdn-http-error")
         #expect(transport.requests.allSatisfy { $0.httpVersion == .http2 && $0.userAgent == "AASA-Bot/1.0.0" })
         #expect(!transport.requests.contains { $0.url.contains("/.well-known/") }, "the CDN route never asks the origin")
     }

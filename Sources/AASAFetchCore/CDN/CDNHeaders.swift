@@ -63,7 +63,9 @@ public struct CDNHeaders: Sendable, Hashable, Codable {
             if let object = (try? JSONSerialization.jsonObject(with: Data(details.utf8), options: [.fragmentsAllowed])) as? [String: Any] {
                 var decoded: [String: String] = [:]
                 for (key, value) in object {
-                    decoded[key] = (value as? String) ?? "\(value)"
+                    // A value that is not a string as compact JSON text (`true`, `null`, `{"a":[1,2]}`),
+                    // not Swift's description of it.
+                    decoded[key] = (value as? String) ?? Self.jsonText(value)
                 }
                 failureDetails = decoded
             } else {
@@ -85,9 +87,18 @@ public struct CDNHeaders: Sendable, Hashable, Codable {
     public var logLine: String? {
         guard let failureReason else { return nil }
         let details = failureDetails.map { dictionary in
-            "{" + dictionary.keys.sorted().map { "\"\($0)\":\"\(dictionary[$0] ?? "")\"" }.joined(separator: ",") + "}"
+            "{" + dictionary.keys.sorted().map { "\(Self.jsonText($0)):\(Self.jsonText(dictionary[$0] ?? ""))" }.joined(separator: ",") + "}"
         } ?? failureDetailsRaw
         return details.map { "\(failureReason) -- \($0)" } ?? failureReason
+    }
+
+    /// A JSON value as compact JSON text (a string quoted and escaped).
+    static func jsonText(_ value: Any) -> String {
+        if value is NSNull { return "null" }
+        guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes]) else {
+            return "\(value)"
+        }
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// `Age` and `Cache-Control` in words, e.g. `Age 5000 s, Cache-Control max-age=21600,public`.
