@@ -105,6 +105,11 @@ struct CIFormatTests {
         #expect(parsed.associatedDomainLines == [9, 9, 10, 12])
         let empty = "<plist><dict><key>com.apple.developer.associated-domains</key><array/></dict></plist>"
         #expect(PlistXMLLines.elementLines(ofArrayFor: EntitlementsFile.associatedDomainsKey, in: Array(empty.utf8)) == [])
+        // The key twice: which array the parser keeps is not the scanner's to guess (the first
+        // one's lines were given to the second one's entries): no lines.
+        let twice = "<plist><dict><key>com.apple.developer.associated-domains</key><array><string>applinks:a.example</string></array>\n"
+            + "<key>com.apple.developer.associated-domains</key><array><string>applinks:b.example:8080</string></array></dict></plist>"
+        #expect(PlistXMLLines.elementLines(ofArrayFor: EntitlementsFile.associatedDomainsKey, in: Array(twice.utf8)) == nil)
         // A binary plist has no lines.
         let binary = try PropertyListSerialization.data(
             fromPropertyList: [EntitlementsFile.associatedDomainsKey: ["applinks:a.example"]], format: .binary, options: 0)

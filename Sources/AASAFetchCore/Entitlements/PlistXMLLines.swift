@@ -33,6 +33,8 @@ enum PlistXMLLines {
         /// Depth of the array's elements, while inside it.
         var arrayChildren: Int?
         var lines: [Int] = []
+        /// The lines of the key's array, once read whole.
+        var found: [Int]?
 
         init(bytes: [UInt8]) {
             self.bytes = bytes
@@ -82,10 +84,18 @@ enum PlistXMLLines {
                     guard skip(past: ">") != nil else { return nil }
                 } else {
                     guard let done = tag(key: key) else { return nil }
-                    if done { return lines }
+                    if done {
+                        // The key again (a dictionary with a duplicate key): which array the
+                        // parser kept is not ours to guess, so no lines rather than wrong ones.
+                        if found != nil { return nil }
+                        found = lines
+                        lines = []
+                        arrayChildren = nil
+                        matched = false
+                    }
                 }
             }
-            return nil
+            return found
         }
 
         /// Text of a CDATA section as the key comparison sees entity-free text.
