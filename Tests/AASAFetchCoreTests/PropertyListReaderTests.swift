@@ -75,6 +75,10 @@ struct PropertyListReaderTests {
         #expect(error.kind == .tooComplex && error.message.contains("deeper than 64"), "\(error.message)")
         let xml = "<plist version=\"1.0\">" + String(repeating: "<array>", count: 70) + String(repeating: "</array>", count: 70) + "</plist>"
         #expect(Self.error(Array(xml.utf8))?.kind == .tooComplex)
+        // Past Foundation's own limit (512 levels) too: it refuses first, and that is the same
+        // refusal (it was "malformed").
+        let deeper = "<plist version=\"1.0\">" + String(repeating: "<array>", count: 600) + String(repeating: "</array>", count: 600) + "</plist>"
+        #expect(Self.error(Array(deeper.utf8))?.kind == .tooComplex, "\(Self.error(Array(deeper.utf8))?.message ?? "")")
         let many = "<plist version=\"1.0\"><array>" + String(repeating: "<true/>", count: 50) + "</array></plist>"
         let limits = PropertyListReader.Limits(maxDepth: 64, maxValues: 20, maxBytes: 1 << 20)
         #expect(Self.error(Array(many.utf8), limits: limits)?.kind == .tooComplex)

@@ -79,6 +79,11 @@ public enum PropertyListReader {
             object = try PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: nil)
         } catch {
             let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+            // Foundation stops at 512 levels of nesting, before the depth limit here could: the
+            // same refusal, by the same kind (past 64 levels).
+            if detail.range(of: "too many nested", options: .caseInsensitive) != nil {
+                throw PropertyListError(.tooComplex, "nested more than \(limits.maxDepth) levels deep (\(detail))")
+            }
             throw PropertyListError(.malformed, "not a valid property list: \(detail)")
         }
         var budget = Budget(limits: limits)
