@@ -93,7 +93,8 @@ struct DiagnoseFaultMatrixTests {
             #expect(bomb.status == 0)
             hosts.append(NginxVirtualHost(certificate: valid, serverNames: ["bomb.test"], documentRoot: bombDir, directives: ["gzip_static always;", json]))
             for (host, kind) in [("expired.test", TestCA.LeafKind.expired), ("future.test", .notYetValid),
-                                 ("selfsigned.test", .selfSigned), ("untrusted.test", .untrustedIssuer)] {
+                                 ("selfsigned.test", .selfSigned), ("untrusted.test", .untrustedIssuer),
+                                 ("untrustedexpired.test", .untrustedExpired)] {
                 hosts.append(NginxVirtualHost(certificate: try ca.leaf(for: [host], kind: kind), serverNames: [host],
                                               documentRoot: try site(host, wellKnown: good), directives: [json]))
             }
@@ -285,6 +286,10 @@ struct DiagnoseFaultMatrixTests {
             Self.host("wrongname.test", exit: 1, step: "tls", code: "tls-hostname-mismatch"),
             Self.host("selfsigned.test", exit: 1, step: "tls", code: "tls-untrusted"),
             Self.host("untrusted.test", exit: 1, step: "tls", code: "tls-untrusted"),
+            // The chain first, as libcurl and fetch judge it (it said tls-expired from the
+            // certificate fetched again unverified); in developer mode the dates decide.
+            Self.host("untrustedexpired.test", exit: 1, step: "tls", code: "tls-untrusted"),
+            Self.entry("applinks:untrustedexpired.test?mode=developer", exit: 1, step: "tls", code: "tls-expired"),
             // Developer mode: any valid certificate, but never an expired or wrongly named one.
             Self.entry("applinks:selfsigned.test?mode=developer", exit: 0, step: nil, code: "ok", warned: ("tls", "tls-untrusted")),
             Self.entry("applinks:untrusted.test?mode=developer", exit: 0, step: nil, code: "ok", warned: ("tls", "tls-untrusted")),

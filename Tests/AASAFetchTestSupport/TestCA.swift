@@ -32,6 +32,8 @@ public final class TestCA: Sendable {
         case selfSigned
         /// Signed by the untrusted CA.
         case untrustedIssuer
+        /// Signed by the untrusted CA, expired a year ago.
+        case untrustedExpired
     }
 
     /// The folder holding every file.
@@ -110,12 +112,12 @@ public final class TestCA: Sendable {
                 let day: TimeInterval = 86_400
                 let (start, end): (Date, Date) =
                     switch kind {
-                    case .expired: (now - 730 * day, now - 365 * day)
+                    case .expired, .untrustedExpired: (now - 730 * day, now - 365 * day)
                     case .notYetValid: (now + 365 * day, now + 730 * day)
                     default: (now - day, now + 365 * day)
                     }
                 try openssl(
-                    ["ca", "-batch", "-config", configPath, "-name", kind == .untrustedIssuer ? "ca_untrusted" : "ca_root",
+                    ["ca", "-batch", "-config", configPath, "-name", kind == .untrustedIssuer || kind == .untrustedExpired ? "ca_untrusted" : "ca_root",
                      "-in", base + ".csr", "-out", leaf.certificatePath, "-extensions", "v3_leaf", "-notext",
                      "-startdate", Self.asn1Time(start), "-enddate", Self.asn1Time(end)],
                     san: san)

@@ -37,10 +37,16 @@ extension Diagnoser.Walk {
                 outcome = seen
                 attempts += probeAttempts
             } else {
-                let code = problem?.code ?? failure.kind.rawValue
+                // The device's verdict is libcurl's (the chain first: an untrusted chain fails
+                // before its dates are looked at), as in fetch; what the certificate itself says
+                // is a detail. In developer mode the chain does not count, so the certificate's
+                // own problem is the verdict.
+                let code = developerMode ? problem?.code ?? failure.kind.rawValue : failure.kind.rawValue
                 let kind = TransferFailureKind(rawValue: code) ?? failure.kind
                 var summary = AASAFetcher.describe(failure, host: host, options: options)
-                if let problem, problem.code != failure.kind.rawValue { summary = problem.message }
+                if let problem, problem.code != failure.kind.rawValue {
+                    if developerMode { summary = problem.message } else { details.append("the certificate itself: \(problem.message)") }
+                }
                 if developerMode { details.append("developer mode accepts an untrusted chain, but never an expired, not yet valid or wrongly named certificate") }
                 add(DiagnosisStep(step: "tls", title: "TLS", status: .failed, code: code, summary: summary,
                                   details: details, fix: AASAFetcher.fix(for: kind)))
