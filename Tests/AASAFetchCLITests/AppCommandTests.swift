@@ -104,6 +104,29 @@ struct AppCommandTests {
         #expect(run.stdout.contains("2 of 2 entries associate") && run.stdout.contains("1 error about the app"), "\(run.stdout)")
     }
 
+    /// `entitlements FILE` reads a plain entitlements file as `--entitlements` does: UTF-16 XML and
+    /// XML that starts with a comment are read (they were "not an .entitlements property list"),
+    /// and the refusals have the same codes.
+    @Test func aPlainEntitlementsFileIsReadAsEverywhere() throws {
+        let dir = try F.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let body = "<plist version=\"1.0\"><dict><key>com.apple.developer.associated-domains</key><array><string>applinks:example.com</string></array></dict></plist>"
+        let files: [(String, [UInt8], Int32, String?)] = [
+            ("utf16.entitlements", [0xFF, 0xFE] + Array(("<?xml version=\"1.0\" encoding=\"UTF-16\"?>" + body).utf16).flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }, 0, nil),
+            ("comment.entitlements", Array(("<!-- generated -->\n" + body).utf8), 0, nil),
+            ("array.entitlements", Array("<plist version=\"1.0\"><array/></plist>".utf8), 2, "entitlements-not-a-dictionary"),
+            ("deep.entitlements", Array(("<plist version=\"1.0\"><dict><key>k</key>" + String(repeating: "<array>", count: 70)
+                                         + String(repeating: "</array>", count: 70) + "</dict></plist>").utf8), 2, "entitlements-too-complex"),
+        ]
+        for (name, bytes, status, code) in files {
+            let path = dir.appendingPathComponent(name).path
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let run = try ToolRunner.run(["entitlements", path])
+            #expect(run.status == status, "\(name): \(run.stdout) \(run.stderr)")
+            if let code { #expect(run.stderr.contains(code), "\(name): \(run.stderr)") } else { #expect(run.stdout.contains("applinks:example.com"), "\(name): \(run.stdout)") }
+        }
+    }
+
     @Test func planTakesTheEntriesFromTheApp() throws {
         let dir = try Self.workspace()
         defer { try? FileManager.default.removeItem(at: dir) }

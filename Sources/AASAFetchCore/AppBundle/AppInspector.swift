@@ -174,7 +174,9 @@ public enum AppInspector {
             return inspection
         }
         if PlistValue.looksLikePropertyList(bytes) {
-            let dictionary = try PlistValue.parseDictionary(bytes, code: "entitlements-malformed", what: path)
+            let dictionary = try PlistValue.parseDictionary(bytes, code: "entitlements-malformed", what: path,
+                                                            tooComplexCode: "entitlements-too-complex",
+                                                            notDictionaryCode: "entitlements-not-a-dictionary")
             var inspection = AppInspection(path: path, kind: .entitlements, findings: [])
             inspection.signature = SignedEntitlements(source: .plist, blobs: [], architectures: [], entitlements: dictionary)
             finish(&inspection, now: now)

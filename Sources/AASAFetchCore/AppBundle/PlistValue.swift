@@ -24,23 +24,32 @@ public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConv
     /// order mark) `<?xml`, `<!DOCTYPE plist` or `<plist`.
     static func looksLikePropertyList(_ bytes: [UInt8]) -> Bool {
         if bytes.starts(with: Array("bplist".utf8)) { return true }
+        // UTF-16 XML, which the reader decodes as well.
+        if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) { return true }
         var rest = bytes[...]
         if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
         rest = rest.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
-        return ["<?xml", "<!DOCTYPE plist", "<plist"].contains { rest.starts(with: Array($0.utf8)) }
+        return ["<?xml", "<!DOCTYPE plist", "<plist", "<!--"].contains { rest.starts(with: Array($0.utf8)) }
     }
 
     /// Parses an XML or binary property list whose top level is a dictionary, through
     /// ``PropertyListReader`` (bounded). Failures carry `code` and a message that starts with `what`;
     /// a property list over the limits is `plist-too-complex`.
-    static func parseDictionary(_ bytes: [UInt8], code: String, what: String) throws(AppBundleError) -> [String: PlistValue] {
+    ///
+    /// An entitlements file read on its own (`entitlements FILE`) gives the codes `--entitlements`
+    /// gives: `tooComplexCode` `entitlements-too-complex`, `notDictionaryCode`
+    /// `entitlements-not-a-dictionary`.
+    static func parseDictionary(_ bytes: [UInt8], code: String, what: String, tooComplexCode: String = "plist-too-complex",
+                                notDictionaryCode: String? = nil) throws(AppBundleError) -> [String: PlistValue] {
         let value: PlistValue
         do {
             value = try PropertyListReader.decode(bytes)
         } catch {
-            throw AppBundleError(error.kind == .tooComplex ? "plist-too-complex" : code, "\(what): \(error.message)")
+            throw AppBundleError(error.kind == .tooComplex ? tooComplexCode : code, "\(what): \(error.message)")
         }
-        guard case .dictionary(let dictionary) = value else { throw AppBundleError(code, "\(what)'s top level is not a dictionary") }
+        guard case .dictionary(let dictionary) = value else {
+            throw AppBundleError(notDictionaryCode ?? code, "\(what)'s top level is not a dictionary")
+        }
         return dictionary
     }
 
