@@ -49,3 +49,25 @@ struct RouteRuleTests {
         #expect(fetches(.both).comparison == ["a.example cdn [0]", "b.example cdn [2]"])
     }
 }
+
+/// `--route both`: a CDN copy that cannot be used is a `cdn-…` warning, as every CDN warning is,
+/// with the fix of the finding that decided it.
+struct RoutedComparisonTests {
+    @Test func anUnusableCDNCopyIsACDNWarning() {
+        let origin = HostFetchResult(host: "example.com", route: .origin, url: "https://example.com/.well-known/apple-app-site-association",
+                                     code: "ok", reason: "HTTP 200")
+        var cdn = HostFetchResult(host: "example.com", route: .cdn, url: "https://cdn.test/a/v1/example.com", code: "invalid-json",
+                                  reason: "not JSON at line 1")
+        cdn.findings = [.error("wrong-type", "a lint finding", fix: "not this fix"), .error("invalid-json", "not JSON", fix: "fix the JSON syntax")]
+        let (changes, findings) = RoutedRun.compare(origin: origin, originAssociated: true, cdn: cdn, cdnAssociated: false)
+        #expect(changes == nil)
+        #expect(findings.map(\.code) == ["cdn-stale"], "\(findings)")
+        #expect(findings.first?.severity == .warning)
+        #expect(findings.first?.message.contains("invalid-json") == true)
+        #expect(findings.first?.fix == "fix the JSON syntax")
+        // A CDN code stays as it is.
+        cdn.code = "cdn-unreachable"
+        cdn.findings = [.error("cdn-unreachable", "no answer", fix: "check the network path")]
+        #expect(RoutedRun.compare(origin: origin, originAssociated: true, cdn: cdn, cdnAssociated: nil).findings.map(\.code) == ["cdn-unreachable"])
+    }
+}

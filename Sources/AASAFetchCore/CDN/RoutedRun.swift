@@ -229,9 +229,14 @@ public enum RoutedRun {
                                    "Apple's CDN still serves a copy that the origin no longer delivers (origin: \(state)); devices keep it until the CDN refreshes; \(cache)",
                                    location: cdn.url, fix: "fix the origin before the CDN's copy expires")])
         case (_, nil):
-            let primary = cdn.findings.first { $0.severity == .error }
-            let message = "Apple's CDN has no usable copy: \(cdn.reason)"
-            return (nil, [.warning(cdn.code, message, location: cdn.url, fix: primary?.fix)])
+            // The fix of the finding that decided the CDN's code (not of the first error, which may
+            // be a lint finding about something else).
+            let primary = cdn.findings.first { $0.code == cdn.code } ?? cdn.findings.first { $0.severity == .error }
+            // A warning with a `cdn-…` code, as every CDN warning: a copy the CDN serves that is
+            // not usable (`invalid-json`, …) differs in meaning from the origin's file.
+            let code = cdn.code.hasPrefix("cdn-") ? cdn.code : "cdn-stale"
+            let message = "Apple's CDN has no usable copy: " + (code == cdn.code ? cdn.reason : "\(cdn.code): \(cdn.reason)")
+            return (nil, [.warning(code, message, location: cdn.url, fix: primary?.fix)])
         }
     }
 }
