@@ -198,7 +198,10 @@ struct LoopRoutingTests {
             }
             outcome.withLock { $0 = kinds }
         }
-        let ended = await waitUntil(timeout: .seconds(20)) { outcome.withLock { $0 != nil } }
+        // A hang detector, not a timing: alone the transfers end in milliseconds, but under the
+        // whole suite on two cores the task may wait long for a thread of the shared pool (it
+        // missed 20 s twice).
+        let ended = await waitUntil(timeout: .seconds(120)) { outcome.withLock { $0 != nil } }
         #expect(ended, "a transfer waited for a loop whose thread never started")
         guard let kinds = outcome.withLock({ $0 }) else { return }
         #expect(kinds.prefix(6).allSatisfy { $0 != nil && $0 != .threadsExhausted }, "\(kinds)")

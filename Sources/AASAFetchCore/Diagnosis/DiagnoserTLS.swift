@@ -28,18 +28,26 @@ extension Diagnoser.Walk {
         details.append(reliesOnExtraCA ? "trusted through --cacert \(caFile ?? "")" : "trusted by the system store")
         details.append("protocol: HTTP/\(response.httpVersion) over TLS; handshake done \(Int(response.timings.tlsHandshake * 1000)) ms after start")
         let leaf = response.certificates.first
+        let customRoot = reliesOnExtraCA && !developerMode
+        let customRootSummary = "the certificate is trusted only through --cacert; a device accepts that only for ?mode=developer entries"
+        let customRootFix = "use a certificate from a publicly trusted CA, or ?mode=developer entries while testing"
         if let leaf, let end = CertificateCheck.date(leaf.notAfter) {
             let days = Int(end.timeIntervalSinceNow / 86_400)
             if days < 14 {
+                let summary = "the certificate expires in \(days) day\(days == 1 ? "" : "s") (\(leaf.notAfter))"
+                // Both warnings when both apply (the --cacert one was lost).
+                let findings: [Finding] = customRoot
+                    ? [.warning("tls-expires-soon", summary, fix: "renew the certificate before it expires"),
+                       .warning("custom-root", customRootSummary, fix: customRootFix)]
+                    : []
                 return DiagnosisStep(step: "tls", title: "TLS", status: .warned, code: "tls-expires-soon",
-                                     summary: "the certificate expires in \(days) day\(days == 1 ? "" : "s") (\(leaf.notAfter))",
-                                     details: details, fix: "renew the certificate before it expires")
+                                     summary: summary + (customRoot ? "; and " + customRootSummary : ""),
+                                     details: details, findings: findings, fix: "renew the certificate before it expires")
             }
         }
-        if reliesOnExtraCA, !developerMode {
+        if customRoot {
             return DiagnosisStep(step: "tls", title: "TLS", status: .warned, code: "custom-root",
-                                 summary: "the certificate is trusted only through --cacert; a device accepts that only for ?mode=developer entries",
-                                 details: details, fix: "use a certificate from a publicly trusted CA, or ?mode=developer entries while testing")
+                                 summary: customRootSummary, details: details, fix: customRootFix)
         }
         let names = leaf.map { $0.subjectAltNames.joined(separator: ", ") } ?? ""
         return DiagnosisStep(step: "tls", title: "TLS", status: .passed,
