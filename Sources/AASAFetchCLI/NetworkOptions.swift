@@ -84,13 +84,13 @@ struct NetworkOptions: ParsableArguments {
     /// What is wrong with a `--resolve` entry, `nil` when libcurl can use it: `[+]HOST:PORT:ADDR`
     /// with one or more comma-separated IP addresses (IPv6 ones may be bracketed).
     static func resolveProblem(_ entry: String) -> String? {
-        var rest = Substring(entry)
-        if rest.first == "+" { rest = rest.dropFirst() }
-        guard let (host, afterHost) = field(rest), !host.isEmpty else { return "no host" }
-        guard let (port, addresses) = field(afterHost) else { return "no port and address" }
-        if let problem = portProblem(port, mayBeEmpty: false) { return problem }
-        let list = addresses.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-        for address in list {
+        let parts = CurlEntry.fields(entry.hasPrefix("+") ? String(entry.dropFirst()) : entry)
+        guard parts.count >= 3 else { return "no port and address" }
+        guard !parts[0].isEmpty else { return "no host" }
+        if let problem = portProblem(parts[1], mayBeEmpty: false) { return problem }
+        // Addresses after the port: an IPv6 one may be written without brackets (its colons). No
+        // spaces: libcurl refuses `1.2.3.4, 5.6.7.8` when it makes the request.
+        for address in parts[2...].joined(separator: ":").split(separator: ",", omittingEmptySubsequences: false).map(String.init) {
             let bare = address.hasPrefix("[") && address.hasSuffix("]") ? String(address.dropFirst().dropLast()) : address
             guard !bare.isEmpty, isIPAddress(bare) else { return "'\(address)' is not an IP address" }
         }
@@ -99,24 +99,10 @@ struct NetworkOptions: ParsableArguments {
 
     /// What is wrong with a `--connect-to` entry, `nil` when libcurl can use it.
     static func connectToProblem(_ entry: String) -> String? {
-        guard let (_, afterHost) = field(Substring(entry)), let (port, afterPort) = field(afterHost),
-              let (_, targetPort) = field(afterPort)
-        else { return "fewer than four parts" }
-        if let problem = portProblem(port, mayBeEmpty: true) { return problem }
-        if targetPort.contains(":") { return "more than four parts" }
-        return portProblem(targetPort, mayBeEmpty: true)
-    }
-
-    /// The text up to the next `:` (a bracketed IPv6 address is one part) and what follows that
-    /// colon; `nil` when no colon follows.
-    private static func field(_ text: Substring) -> (String, Substring)? {
-        var end = text.startIndex
-        if text.first == "[" {
-            guard let close = text.firstIndex(of: "]") else { return nil }
-            end = text.index(after: close)
-        }
-        guard let colon = text[end...].firstIndex(of: ":") else { return nil }
-        return (String(text[..<colon]), text[text.index(after: colon)...])
+        let parts = CurlEntry.fields(entry)
+        guard parts.count >= 4 else { return "fewer than four parts" }
+        guard parts.count == 4 else { return "more than four parts (an IPv6 address goes in brackets)" }
+        return portProblem(parts[1], mayBeEmpty: true) ?? portProblem(parts[3], mayBeEmpty: true)
     }
 
     private static func portProblem(_ text: some StringProtocol, mayBeEmpty: Bool) -> String? {

@@ -248,6 +248,8 @@ struct HostileInputTests {
             ("--connect-to", ["--cacert", ca.caCertPath, "--connect-to", "::127.0.0.1:99999"]),
             ("--connect-to", ["--cacert", ca.caCertPath, "--connect-to", "::127.0.0.1:-1"]),
             ("--resolve", ["--cacert", ca.caCertPath, "--resolve", "a.fault.test:443:not-an-address"]),
+            ("--resolve", ["--cacert", ca.caCertPath, "--resolve", "a.fault.test:443:127.0.0.1, 127.0.0.2"]),
+            ("--connect-to", ["--cacert", ca.caCertPath, "--connect-to", "::::1:8443"]),
         ]
         for (option, arguments) in usage {
             for command in [hosts, ["refresh", "--all"]] {

@@ -11,8 +11,8 @@ struct ConnectTargetTests {
         let twice = ConnectTarget(host: "ok.example.com", port: 443,
                                   resolve: ["ok.example.com:443:127.0.0.2", "ok.example.com:443:127.0.0.1"], connectTo: [])
         #expect(twice.fixedAddresses == ["127.0.0.1"])
-        // `*` stands for any name; spaces around addresses do not count.
-        let wildcard = ConnectTarget(host: "ok.example.com", port: 8443, resolve: ["*:8443: 127.0.0.1 , [::1]"], connectTo: [])
+        // `*` stands for any name; an IPv6 address in brackets.
+        let wildcard = ConnectTarget(host: "ok.example.com", port: 8443, resolve: ["*:8443:127.0.0.1,[::1]"], connectTo: [])
         #expect(wildcard.fixedAddresses == ["127.0.0.1", "::1"])
         // Another port, or a removal, does not apply.
         let other = ConnectTarget(host: "ok.example.com", port: 443, resolve: ["ok.example.com:8443:127.0.0.1", "-ok.example.com:443"], connectTo: [])

@@ -129,21 +129,33 @@ struct ConnectTarget {
             break
         }
         // As libcurl reads `--resolve`: a host of `*` stands for any, and a later entry for the
-        // same name and port replaces an earlier one (the last match wins).
+        // same name and port replaces an earlier one (the last match wins). (Entries with spaces
+        // are refused with the options: libcurl would refuse them.)
         for entry in resolve {
             var text = Substring(entry)
             if text.hasPrefix("-") { continue }
             if text.hasPrefix("+") { text = text.dropFirst() }
             let parts = Self.fields(String(text))
             guard parts.count >= 3, parts[0] == "*" || parts[0].lowercased() == self.host.lowercased(), Int(parts[1]) == self.port else { continue }
-            fixedAddresses = parts[2...].joined(separator: ":").split(separator: ",")
-                .map { Self.unbracket($0.trimmingCharacters(in: .whitespaces)) }
+            fixedAddresses = parts[2...].joined(separator: ":").split(separator: ",").map { Self.unbracket(String($0)) }
             resolveEntry = entry
         }
     }
 
-    /// Splits at colons outside brackets.
-    static func fields(_ entry: String) -> [String] {
+    /// The fields of an entry (``CurlEntry/fields(_:)``).
+    static func fields(_ entry: String) -> [String] { CurlEntry.fields(entry) }
+
+    static func unbracket(_ text: String) -> String {
+        text.hasPrefix("[") && text.hasSuffix("]") ? String(text.dropFirst().dropLast()) : text
+    }
+}
+
+/// curl's `--resolve` and `--connect-to` entries (`HOST:PORT:ADDR`, `HOST:PORT:HOST2:PORT2`).
+public enum CurlEntry {
+    /// Splits an entry at its colons outside brackets (a bracketed IPv6 address is one field).
+    /// The one reader of those entries: `diagnose` follows them with it, and the options are
+    /// checked with it.
+    public static func fields(_ entry: String) -> [String] {
         var parts: [String] = []
         var current = ""
         var bracket = false
@@ -159,9 +171,5 @@ struct ConnectTarget {
         }
         parts.append(current)
         return parts
-    }
-
-    static func unbracket(_ text: String) -> String {
-        text.hasPrefix("[") && text.hasSuffix("]") ? String(text.dropFirst().dropLast()) : text
     }
 }
