@@ -9,8 +9,17 @@ extension Row {
         do {
             return try decode(Value.self, atIndex: index)
         } catch {
-            let names = Array(columnNames)
-            throw Self.mismatch(Value.self, column: index < names.count ? names[index] : "#\(index)", value: self[index] as DatabaseValue)
+            throw Self.mismatch(Value.self, column: columnName(at: index), value: self[index] as DatabaseValue)
+        }
+    }
+
+    /// The same for the types SQLite reads directly (`Int`, `Double`, `String`, their optionals):
+    /// GRDB's fast path, with the same check.
+    func value<Value: DatabaseValueConvertible & StatementColumnConvertible>(_ index: Int) throws(StoredValueMismatch) -> Value {
+        do {
+            return try decode(Value.self, atIndex: index)
+        } catch {
+            throw Self.mismatch(Value.self, column: columnName(at: index), value: self[index] as DatabaseValue)
         }
     }
 
@@ -21,6 +30,11 @@ extension Row {
         } catch {
             throw Self.mismatch(Value.self, column: column, value: self[column] as DatabaseValue? ?? .null)
         }
+    }
+
+    private func columnName(at index: Int) -> String {
+        let names = Array(columnNames)
+        return index < names.count ? names[index] : "#\(index)"
     }
 
     private static func mismatch(_ type: Any.Type, column: String, value: DatabaseValue) -> StoredValueMismatch {
