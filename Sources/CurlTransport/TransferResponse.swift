@@ -45,6 +45,10 @@ extension TransferFailureKind {
     /// Whether this process ran short of something (descriptors, threads): the run's failure,
     /// never the host's.
     public var isProcessShortage: Bool { self == .descriptorsExhausted || self == .threadsExhausted }
+
+    /// Whether the failure is this run's, never the host's: a shortage, a request libcurl refused
+    /// to make (`invalid-request`: options it cannot use), or a stop. No request reached the host.
+    public var isRunFailure: Bool { isProcessShortage || self == .invalidRequest || self == .cancelled }
 }
 
 /// A failed transfer: the kind, curl's own code and message for the record.

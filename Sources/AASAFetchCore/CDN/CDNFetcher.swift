@@ -91,7 +91,7 @@ public struct CDNFetcher: RouteSide {
         case .failure(let failure):
             // A stopped run, a shortage of descriptors or threads, or a request libcurl refused
             // (a --cdn-base it cannot use) is this run's failure, not the CDN's: never recorded.
-            if failure.kind == .cancelled || failure.kind == .invalidRequest || failure.kind.isProcessShortage {
+            if failure.kind.isRunFailure {
                 let message = "no request to the CDN at \(url): \(failure.kind.rawValue): \(failure.message)"
                 return HostFetchResult(host: host, route: .cdn, url: url, code: failure.kind.rawValue, reason: message,
                                        findings: [.error(failure.kind.rawValue, message, location: url)])

@@ -58,8 +58,7 @@ extension Diagnoser.Walk {
         case .failure(let failure):
             let step = Self.phase(of: failure)
             // A request libcurl never made, or that this process could not make, proves no handshake.
-            let madeNoRequest = failure.kind == .invalidRequest || failure.kind == .cancelled || failure.kind.isProcessShortage
-            if step == "http", !madeNoRequest {
+            if step == "http", !failure.kind.isRunFailure {
                 add(DiagnosisStep(step: "tls", title: "TLS", status: .passed,
                                   summary: "the handshake completed (the transfer failed afterwards, so no certificate details)"))
             }

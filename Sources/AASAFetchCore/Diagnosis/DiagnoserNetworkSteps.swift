@@ -120,7 +120,7 @@ struct ConnectTarget {
         self.host = host
         self.port = port
         for entry in connectTo {
-            let parts = Self.fields(entry)
+            let parts = CurlEntry.fields(entry)
             guard parts.count >= 4 else { continue }
             guard parts[0].isEmpty || parts[0].lowercased() == host.lowercased(), parts[1].isEmpty || Int(parts[1]) == port else { continue }
             self.host = parts[2].isEmpty ? host : Self.unbracket(parts[2])
@@ -135,15 +135,12 @@ struct ConnectTarget {
             var text = Substring(entry)
             if text.hasPrefix("-") { continue }
             if text.hasPrefix("+") { text = text.dropFirst() }
-            let parts = Self.fields(String(text))
+            let parts = CurlEntry.fields(String(text))
             guard parts.count >= 3, parts[0] == "*" || parts[0].lowercased() == self.host.lowercased(), Int(parts[1]) == self.port else { continue }
             fixedAddresses = parts[2...].joined(separator: ":").split(separator: ",").map { Self.unbracket(String($0)) }
             resolveEntry = entry
         }
     }
-
-    /// The fields of an entry (``CurlEntry/fields(_:)``).
-    static func fields(_ entry: String) -> [String] { CurlEntry.fields(entry) }
 
     static func unbracket(_ text: String) -> String {
         text.hasPrefix("[") && text.hasSuffix("]") ? String(text.dropFirst().dropLast()) : text
