@@ -106,6 +106,24 @@ struct PropertyListReaderTests {
         }
     }
 
+    /// An 8-byte reference with its top bit set (`0xFF…FF`) is refused as malformed: read as a
+    /// signed number it was -1, passed the bounds check and trapped (SIGILL) on the array read.
+    @Test func referencesWithTheTopBitSetAreRefused() throws {
+        for marker: UInt8 in [0xA1, 0xD1] {  // an array of one, a dictionary of one
+            let objects: [UInt8] = [marker] + Array(repeating: 0xFF, count: marker == 0xA1 ? 8 : 16)
+            var bytes = Array("bplist00".utf8) + objects
+            let table = bytes.count
+            bytes += [0, 0, 0, 0, 0, 0, 0, 8]                      // one 8-byte offset: object 0 at 8
+            bytes += [0, 0, 0, 0, 0, 0, 8, 8]                      // offset size 8, reference size 8
+            bytes += [0, 0, 0, 0, 0, 0, 0, 1]                      // one object
+            bytes += [0, 0, 0, 0, 0, 0, 0, 0]                      // top object 0
+            bytes += (0..<8).reversed().map { UInt8(truncatingIfNeeded: table >> ($0 * 8)) }
+            let error = try #require(Self.error(bytes))
+            #expect(error.kind == .malformed && error.message.contains("refers to object"), "\(error.message)")
+            #expect(throws: EntitlementsError.self) { _ = try EntitlementsFile.parse(Data(bytes)) }
+        }
+    }
+
     /// Entitlements files and app parts report the limits with their codes.
     @Test func codesOfTheCallers() throws {
         for (bytes, code) in [(H.sharedObjectsPlist(depth: 24), "entitlements-too-complex"), (H.cyclicPlist(), "entitlements-malformed"),

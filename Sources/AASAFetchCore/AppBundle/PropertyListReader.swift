@@ -408,12 +408,13 @@ struct BinaryPlistReader {
         result.reserveCapacity(count)
         var position = bytes.startIndex
         for _ in 0..<count {
-            var reference = 0
+            // Read as unsigned: an 8-byte reference with its top bit set must not become negative.
+            var reference: UInt64 = 0
             for _ in 0..<referenceSize {
-                reference = reference << 8 | Int(bytes[position])
+                reference = reference << 8 | UInt64(bytes[position])
                 position += 1
             }
-            guard reference < offsets.count else {
+            guard let reference = Int(exactly: reference), reference < offsets.count else {
                 throw Self.malformed("object \(index) refers to object \(reference), but there are \(offsets.count)")
             }
             result.append(reference)
