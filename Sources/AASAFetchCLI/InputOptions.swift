@@ -171,10 +171,13 @@ struct InputOptions: ParsableArguments {
     }
 
     /// Whether a `--domain` value or a list line is a bare host (no `service:` prefix), which
-    /// means `applinks:HOST`.
+    /// means `applinks:HOST`. A host with a port (`www.example.com:8080`) is bare too, so the
+    /// entry reports the port; a URL (`https://…`) is not, so it reports the scheme.
     static func bareHost(_ text: some StringProtocol) -> Bool {
         let trimmed = EntryText.trimmed(text)
-        return !trimmed.isEmpty && !trimmed.utf8.contains(UInt8(ascii: ":"))
+        guard !trimmed.isEmpty else { return false }
+        if EntryText.hasPrefix(trimmed, asciiIgnoringCase: "http:") || EntryText.hasPrefix(trimmed, asciiIgnoringCase: "https:") { return false }
+        return EntryParser.serviceColon(in: trimmed) == nil && !trimmed.hasPrefix(":")
     }
 
     /// The entry a `--domain` value names, and the note that says how a bare host was read.

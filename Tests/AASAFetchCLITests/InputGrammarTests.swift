@@ -105,6 +105,17 @@ struct InputGrammarTests {
         #expect(whole.findings.isEmpty)
         #expect(InputOptions.entryString(fromLine: "example.com # comment") == "applinks:example.com")
         #expect(InputOptions.entry(fromDomainOption: "example.com").entry == "applinks:example.com")
+        // A host with a port is a bare host, so the entry reports the port (it was service
+        // `www.example.com` with host `8080`, planned and fetched); a URL reports its scheme.
+        #expect(InputOptions.entry(fromDomainOption: "www.example.com:8080").entry == "applinks:www.example.com:8080")
+        #expect(InputOptions.entryString(fromLine: "example.com:443") == "applinks:example.com:443")
+        #expect(InputOptions.entryString(fromLine: "[::1]:443") == "applinks:[::1]:443")
+        #expect(InputOptions.entry(fromDomainOption: "https://example.com").entry == "https://example.com")
+        #expect(InputOptions.entry(fromDomainOption: "webcredentials:example.com").entry == "webcredentials:example.com")
+        let port = try Self.input(["plan", "--domain", "www.example.com:8080"]).load()
+        #expect(port.entries.first?.errorCode == "entitlement-port" && port.entries.first?.isFetchable == false)
+        let url = try Self.input(["plan", "--domain", "https://www.example.com/"]).load()
+        #expect(url.entries.first?.errorCode == "entitlement-scheme")
     }
 
     @Test func diagnoseWalksEntriesInTheOrderOfTheirDownloads() throws {

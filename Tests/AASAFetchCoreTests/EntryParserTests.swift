@@ -26,6 +26,14 @@ struct EntryParserTests {
         ("applinks:[::1", "entitlement-ip-address"),
         ("applinks:fe80::1", "entitlement-ip-address"),
         ("applinks:127.0.0.1", "entitlement-ip-address"),
+        // Numeric forms that resolvers read as IPv4 addresses were fetched as names.
+        ("applinks:127.1", "entitlement-ip-address"),
+        ("applinks:2130706433", "entitlement-ip-address"),
+        ("applinks:0x7f000001", "entitlement-ip-address"),
+        ("applinks:10.0.0.1.", "entitlement-ip-address"),
+        ("applinks:example.com:", "entitlement-port"),
+        ("https://example.com", "entitlement-scheme"),
+        ("example.com:443", "entitlement-missing-service"),
         ("webcredentials:192.168.1.20:8443", "entitlement-ip-address"),
         ("appclips:*.example.com", "entitlement-wildcard-appclips"),
         ("applinks:www.*.example.com", "entitlement-wildcard-position"),
@@ -58,6 +66,21 @@ struct EntryParserTests {
         ("applinks:https://example.com/path?x#y", "entitlement-scheme", "write 'applinks:example.com'"),
         ("webcredentials:https://a.example.com:8443/", "entitlement-scheme", "write 'webcredentials:a.example.com'"),
         ("applinks::example.com", "entitlement-empty-host", "write 'applinks:example.com'"),
+        // A URL where the entry should be was an unknown service `https` with a path.
+        ("https://www.example.com/", "entitlement-scheme", "write 'applinks:www.example.com'"),
+        ("HTTP://example.com:8080", "entitlement-scheme", "write 'applinks:example.com'"),
+        // A host with a port and no service was service `www.example.com` and host `8080`.
+        ("www.example.com:8080", "entitlement-missing-service", "write 'applinks:www.example.com' (or webcredentials:, activitycontinuation:, appclips:, authsrv:)"),
+        // Wildcard fixes were invalid themselves (`*.a.*.com`, `*.com`, `*.`).
+        ("applinks:a.*.example.com", "entitlement-wildcard-position", "write 'applinks:*.example.com'"),
+        ("applinks:*example.com", "entitlement-wildcard-position", "write 'applinks:*.example.com'"),
+        ("applinks:a.*.com", "entitlement-wildcard-position", "write 'applinks:*.example.com'"),
+        ("applinks:*", "entitlement-wildcard-position", "write 'applinks:*.example.com'"),
+        ("applinks:*.*.example.com?mode=developer", "entitlement-wildcard-position", "write 'applinks:*.example.com?mode=developer'"),
+        // The mode stays in the fix; an empty port and a doubled prefix are named as such.
+        ("applinks:example.com/?mode=developer", "entitlement-trailing-slash", "write 'applinks:example.com?mode=developer'"),
+        ("applinks:example.com:", "entitlement-port", "write 'applinks:example.com'"),
+        ("applinks:applinks:example.com", "entitlement-invalid-host", "write 'applinks:example.com'"),
     ])
     func fixesNameTheDomainAlone(entry: String, code: String, fix: String) throws {
         let finding = try #require(parse(entry).findings.first { $0.severity == .error })
@@ -75,6 +98,34 @@ struct EntryParserTests {
         #expect(AppID.expand("ABCDE12345.com.example", definitions: [:]) == "ABCDE12345.com.example")
     }
 
+    /// `entitlement-invalid-punycode` only when an `xn--` label is what fails: a long label or a
+    /// disallowed character elsewhere was called invalid Punycode when any label started `xn--`.
+    @Test func invalidPunycodeOnlyForTheLabelThatFails() {
+        let long = String(repeating: "a", count: 64)
+        #expect(parse("applinks:xn--bcher-kva.\(long).com").errorCode == "entitlement-invalid-host")
+        #expect(parse("applinks:xn--bcher-kva.😀.com").errorCode == "entitlement-invalid-host")
+        #expect(parse("applinks:xn--zz.\(long).com").errorCode == "entitlement-invalid-punycode")
+        #expect(parse("applinks:xn--ls8h.example.com").errorCode == "entitlement-invalid-punycode")
+        #expect(parse("applinks:xn--bcher-kva.example.com").errorCode == nil)
+    }
+
+    /// Nested Xcode variables resolve inner first (`$(HOST_$(CONFIGURATION))`); the first `)` ended
+    /// the name, so the message named `HOST_$(CONFIGURATION` and its fix could not work.
+    @Test func nestedVariablesResolve() throws {
+        let defines = ["CONFIGURATION": "Debug", "HOST_Debug": "dev.example.com"]
+        let entry = parse("applinks:$(HOST_$(CONFIGURATION))", defines: defines)
+        #expect(entry.errorCode == nil && entry.host == "dev.example.com", "\(entry.findings)")
+        #expect(parse("applinks:${HOST_$(CONFIGURATION)}", defines: defines).host == "dev.example.com")
+        let missing = try #require(parse("applinks:$(HOST_$(CONFIGURATION))", defines: ["CONFIGURATION": "Release"]).findings.first)
+        #expect(missing.code == "entitlement-unresolved-variable" && missing.fix == "pass --define HOST_Release=VALUE, or read the entitlements of the built app", "\(missing)")
+        let inner = try #require(parse("applinks:$(HOST_$(CONFIGURATION))").findings.first)
+        #expect(inner.fix?.hasPrefix("pass --define CONFIGURATION=VALUE") == true, "\(inner)")
+        // Deeper than 8 levels is unresolved, not a stack overflow.
+        let deep = String(repeating: "$(", count: 10_000) + "X" + String(repeating: ")", count: 10_000)
+        #expect(parse("applinks:\(deep)").errorCode == "entitlement-unresolved-variable")
+        #expect(parse("applinks:$(A").errorCode != "entitlement-unresolved-variable")
+    }
+
     @Test func messagesNameWhatTheEntrySays() throws {
         #expect(try #require(parse("applinks:${APP_DOMAIN}").findings.first).message.contains("the Xcode variable ${APP_DOMAIN}"))
         #expect(try #require(parse("applinks:$(APP_DOMAIN)").findings.first).message.contains("the Xcode variable $(APP_DOMAIN)"))
@@ -83,13 +134,17 @@ struct EntryParserTests {
         #expect(try #require(parse("applinks:example.com?mode=managed").findings.first).message.contains("only managed devices use it"))
     }
 
-    /// An IP literal is named as such (`[::1]` was "includes a port (1])"); names that only look
-    /// numeric stay domain names.
+    /// An IP literal is named as such (`[::1]` was "includes a port (1])"); a name whose last
+    /// label is a number is one too (`1.2.3` is 1.2.0.3 to a resolver); names with numeric labels
+    /// elsewhere stay domain names.
     @Test func ipLiteralsAreNamed() throws {
         let finding = try #require(parse("applinks:[::1]").findings.first)
         #expect(finding.message == "'applinks:[::1]' names the IP address [::1]; an entry names a domain, which devices look up by name")
-        for entry in ["applinks:1.2.3.example.com", "applinks:256.1.1.1", "applinks:1.2.3", "applinks:123.example"] {
+        for entry in ["applinks:1.2.3.example.com", "applinks:123.example", "applinks:0x.example", "applinks:example.0x7g"] {
             #expect(parse(entry).errorCode != "entitlement-ip-address", "\(entry)")
+        }
+        for entry in ["applinks:256.1.1.1", "applinks:1.2.3", "applinks:example.0X1F"] {
+            #expect(parse(entry).errorCode == "entitlement-ip-address", "\(entry)")
         }
     }
 

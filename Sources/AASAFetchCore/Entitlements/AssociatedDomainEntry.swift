@@ -142,9 +142,16 @@ public struct EntryParser: Sendable {
             text = trimmed
         }
 
-        guard let colon = EntryText.firstIndex(of: ":", in: text) else {
+        if EntryText.hasPrefix(text, asciiIgnoringCase: "http:") || EntryText.hasPrefix(text, asciiIgnoringCase: "https:") {
+            // A URL where the entry should be (`https://www.example.com/`): the scheme is the
+            // mistake, not an unknown service called `https`.
+            return fail("entitlement-scheme", "'\(text)' is a URL; the entry names a service and a domain only",
+                        fix: "write 'applinks:\(Self.urlHost(text) ?? "example.com")'")
+        }
+        guard let colon = Self.serviceColon(in: text) else {
+            let host = EntryText.firstIndex(of: ":", in: text).map { String(text[..<$0]) } ?? text
             return fail("entitlement-missing-service", "'\(text)' has no service prefix",
-                        fix: "write 'applinks:\(text)' (or webcredentials:, activitycontinuation:, appclips:, authsrv:)")
+                        fix: "write 'applinks:\(host)' (or webcredentials:, activitycontinuation:, appclips:, authsrv:)")
         }
         let serviceName = String(text[..<colon])
         var rest = String(text[text.index(after: colon)...])
@@ -165,15 +172,8 @@ public struct EntryParser: Sendable {
         }
 
         if EntryText.contains(rest, ascii: "://") || EntryText.hasPrefix(rest, asciiIgnoringCase: "http:") || EntryText.hasPrefix(rest, asciiIgnoringCase: "https:") {
-            // The host the URL names: after the scheme and its slashes, before a path, query,
-            // fragment or port (`https:example.com`, `http:/example.com`, `https://a.example.com:8443/`).
-            var bare = Substring(rest)
-            if let colon = bare.firstIndex(of: ":") { bare = bare[bare.index(after: colon)...] }
-            bare = bare.drop(while: { $0 == "/" })
-            if let end = bare.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { bare = bare[..<end] }
-            if let colon = bare.lastIndex(of: ":") { bare = bare[..<colon] }
             return fail("entitlement-scheme", "'\(text)' includes a URL scheme; the entry names a domain only",
-                        fix: "write '\(serviceName):\(bare.isEmpty ? "example.com" : String(bare))'")
+                        fix: "write '\(serviceName):\(Self.urlHost(rest) ?? "example.com")'")
         }
 
         // Query: only ?mode= is allowed.
@@ -199,19 +199,20 @@ public struct EntryParser: Sendable {
             ))
         }
 
+        let modeSuffix = entry.mode.map { "?mode=\($0.rawValue)" } ?? ""
         if rest.utf8.contains(UInt8(ascii: "#")) {
             return fail("entitlement-path", "'\(text)' has a fragment; the entry names a domain only",
-                        fix: "write '\(serviceName):\(rest.split(separator: "#").first.map(String.init) ?? "")'")
+                        fix: "write '\(serviceName):\(rest.split(separator: "#").first.map(String.init) ?? "")\(modeSuffix)'")
         }
         if let slash = EntryText.firstIndex(of: "/", in: rest) {
             let hostPart = String(rest[..<slash])
             let pathPart = rest[slash...]
             if pathPart == "/" {
                 return fail("entitlement-trailing-slash", "'\(text)' ends with a slash",
-                            fix: "write '\(serviceName):\(hostPart)'")
+                            fix: "write '\(serviceName):\(hostPart)\(modeSuffix)'")
             }
             return fail("entitlement-path", "'\(text)' includes a path; the entry names a domain only",
-                        fix: "write '\(serviceName):\(hostPart)' and put paths in the association file")
+                        fix: "write '\(serviceName):\(hostPart)\(modeSuffix)' and put paths in the association file")
         }
         if let address = Self.ipAddress(in: rest) {
             return fail("entitlement-ip-address", "'\(text)' names the IP address \(address); an entry names a domain, which devices look up by name",
@@ -223,8 +224,21 @@ public struct EntryParser: Sendable {
                 // `applinks::example.com`: no host before the colon, not a port after one.
                 return fail("entitlement-empty-host", "'\(text)' has a colon where the domain should start", fix: "write '\(serviceName):\(port)'")
             }
+            let before = rest[..<portColon]
+            if port.isEmpty {
+                return fail("entitlement-port", "'\(text)' ends with a colon, where a port would go; links with a port will not open the app",
+                            fix: "write '\(serviceName):\(before)\(modeSuffix)'")
+            }
+            guard port.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                if Service(name: String(before)).isKnown || Service.known.contains(where: { $0.name == before.lowercased() }) {
+                    // `applinks:applinks:example.com`: the prefix written twice.
+                    return fail("entitlement-invalid-host", "'\(text)' writes the service prefix twice",
+                                fix: "write '\(serviceName):\(port)\(modeSuffix)'")
+                }
+                return fail("entitlement-invalid-host", "'\(text)' has a colon inside the domain ('\(before):\(port)'); a domain name holds none")
+            }
             return fail("entitlement-port", "'\(text)' includes a port (\(port)); links to it will not open the app",
-                        fix: "write '\(serviceName):\(rest[..<portColon])' and serve the file on port 443")
+                        fix: "write '\(serviceName):\(before)\(modeSuffix)' and serve the file on port 443")
         }
         guard !rest.isEmpty else {
             return fail("entitlement-empty-host", "'\(text)' names no domain", fix: "write '\(serviceName):example.com'")
@@ -237,7 +251,7 @@ public struct EntryParser: Sendable {
         }
         if host.utf8.contains(UInt8(ascii: "*")) {
             return fail("entitlement-wildcard-position", "'\(text)': a wildcard is allowed only as a leading '*.'",
-                        fix: "write '\(serviceName):*.\(host.split(separator: ".").drop { $0.contains("*") }.joined(separator: "."))'")
+                        fix: "write '\(serviceName):\(Self.wildcardSuggestion(host))\(modeSuffix)'")
         }
         if host.hasPrefix(".") {
             return fail("entitlement-invalid-host", "'\(text)' starts with a dot; the wildcard form is '*.'",
@@ -262,9 +276,15 @@ public struct EntryParser: Sendable {
         do {
             ascii = try IDNA.toASCII(host)
         } catch {
-            if host.lowercased().split(separator: ".").contains(where: { $0.hasPrefix("xn--") }) {
-                return fail("entitlement-invalid-punycode", "'\(host)' has an invalid Punycode label: \(error.message)",
-                            fix: "encode the Unicode name again with an IDNA2008 tool")
+            // Invalid Punycode only when an `xn--` label fails on its own; a long label or a
+            // disallowed character elsewhere in the name is the name's problem.
+            for label in host.lowercased().split(separator: ".") where label.hasPrefix("xn--") && label.utf8.count <= 63 {
+                do {
+                    _ = try IDNA.toASCII(String(label))
+                } catch {
+                    return fail("entitlement-invalid-punycode", "'\(host)' has an invalid Punycode label: \(error.message)",
+                                fix: "encode the Unicode name again with an IDNA2008 tool")
+                }
             }
             return fail("entitlement-invalid-host", "'\(host)' is not a valid domain name: \(error.message)")
         }
@@ -299,6 +319,40 @@ public struct EntryParser: Sendable {
         }
     }
 
+    /// The colon that ends an entry's service prefix, or `nil` when the text has none: text before
+    /// the first colon that holds a dot, a slash or a bracket is a host (`www.example.com:8080`,
+    /// `[::1]:443`), not a service. The CLI reads `--domain` values and list lines the same way.
+    public static func serviceColon(in text: String) -> String.Index? {
+        guard let colon = EntryText.firstIndex(of: ":", in: text) else { return nil }
+        let prefix = text[..<colon].utf8
+        return prefix.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "[") }) ? nil : colon
+    }
+
+    /// The host a URL names: after the scheme and its slashes, before a path, query, fragment or
+    /// port (`https:example.com`, `http:/example.com`, `https://a.example.com:8443/`).
+    static func urlHost(_ url: String) -> String? {
+        var bare = Substring(url)
+        if let colon = bare.firstIndex(of: ":") { bare = bare[bare.index(after: colon)...] }
+        bare = bare.drop(while: { $0 == "/" })
+        if let end = bare.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { bare = bare[..<end] }
+        if let colon = bare.lastIndex(of: ":") { bare = bare[..<colon] }
+        return bare.isEmpty ? nil : String(bare)
+    }
+
+    /// A valid wildcard entry for a host with a misplaced `*` (after a leading `*.`, if any): the
+    /// labels after the last one holding a `*`, with what that label holds besides the `*`
+    /// (`*example.com` → `*.example.com`, `a.*.example.com` → `*.example.com`); `*.example.com`
+    /// when fewer than two labels remain.
+    static func wildcardSuggestion(_ host: String) -> String {
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard let last = labels.lastIndex(where: { $0.contains("*") }) else { return "*.\(host)" }
+        var kept = Array(labels[labels.index(after: last)...])
+        let remainder = labels[last].filter { $0 != "*" }
+        if !remainder.isEmpty { kept.insert(Substring(remainder), at: 0) }
+        guard kept.count >= 2, kept.allSatisfy({ !$0.isEmpty }) else { return "*.example.com" }
+        return "*." + kept.joined(separator: ".")
+    }
+
     /// The IP address an entry names instead of a domain, port left out: a bracketed IPv6 literal
     /// (`[::1]`, `[::1]:443`), a bare IPv6 address (two colons or more) or a dotted IPv4 address.
     static func ipAddress(in rest: String) -> String? {
@@ -310,13 +364,16 @@ public struct EntryParser: Sendable {
         let colons = EntryText.isASCII(rest) ? rest.utf8.count(where: { $0 == UInt8(ascii: ":") }) : rest.count(where: { $0 == ":" })
         if colons >= 2 { return rest }
         let host = rest.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        // Only ASCII digits and dots can make a dotted IPv4 address (a name has a letter or a hyphen).
-        guard host.utf8.allSatisfy({ (0x30...0x39).contains($0) || $0 == UInt8(ascii: ".") }) else { return nil }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        let isIPv4 = parts.count == 4 && parts.allSatisfy { part in
-            (1...3).contains(part.count) && part.allSatisfy { $0.isASCII && $0.isNumber } && Int(part).map { $0 <= 255 } == true
-        }
-        return isIPv4 ? String(host) : nil
+        // A name whose last label is a number is read as an IPv4 address by resolvers and URL
+        // parsers alike (`127.1`, `2130706433`, `0x7f000001`: the WHATWG URL rule "ends in a
+        // number"); no top-level domain is numeric.
+        var labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        if labels.count > 1, labels.last?.isEmpty == true { labels.removeLast() }
+        guard let last = labels.last?.utf8, !last.isEmpty else { return nil }
+        let isDecimal = last.allSatisfy { (0x30...0x39).contains($0) }
+        let isHex = last.count >= 2 && last.first == UInt8(ascii: "0") && (last.dropFirst().first == UInt8(ascii: "x") || last.dropFirst().first == UInt8(ascii: "X"))
+            && last.dropFirst(2).allSatisfy { (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }
+        return isDecimal || isHex ? String(host) : nil
     }
 
     /// Checks LDH syntax and lengths of an ASCII host; returns the problem or `nil`.
