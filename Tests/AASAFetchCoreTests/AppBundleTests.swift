@@ -242,6 +242,14 @@ struct AppBundleTests {
         let missing = try AppInspector.inspect(bytes: F.signedExecutable(none), path: "D")
         #expect(missing.findings.map(\.code) == ["signature-missing-domains"])
         #expect(code { _ = try missing.entitlementsFile() } == "entitlements-missing-key")
+
+        // A mixed list is named by its first non-string item: the message held the whole value
+        // (149 KB for 5,000 strings and an integer).
+        let list: [Any] = Array(repeating: "applinks:example.com", count: 5000) + [7]
+        let plist = try PropertyListSerialization.data(fromPropertyList: ["com.apple.developer.associated-domains": list], format: .xml, options: 0)
+        let inspected = try AppInspector.inspect(bytes: [UInt8](plist), path: "mixed.entitlements")
+        let wrong = try #require(inspected.findings.first { $0.code == "entitlements-wrong-type" })
+        #expect(wrong.message == "com.apple.developer.associated-domains is an array whose item 5001 of 5001 is an integer, not an array of strings", "\(wrong.message)")
     }
 
     // MARK: - Zip and .ipa

@@ -26,7 +26,7 @@ public enum EntitlementsComparison {
             case .array(let values) where values.allSatisfy({ $0.stringValue != nil }):
                 return []
             case .some(let other):
-                return [.error("entitlements-wrong-type", "\(key) is \(other), not an array of strings")]
+                return [.error("entitlements-wrong-type", "\(key) is \(wrongType(other)), not an array of strings")]
             }
         }
         switch signature.entitlements[key] {
@@ -49,7 +49,24 @@ public enum EntitlementsComparison {
             }
             return []
         case .some(let other):
-            return [.error("entitlements-wrong-type", "the signed \(key) is \(other), not an array of strings")]
+            return [.error("entitlements-wrong-type", "the signed \(key) is \(wrongType(other)), not an array of strings")]
+        }
+    }
+
+    /// What a value of the wrong type is, for a message: its type, and for an array the first
+    /// element that is not a string (the value itself can be a 100,000-element list).
+    static func wrongType(_ value: PlistValue) -> String {
+        if case .array(let values) = value, let index = values.firstIndex(where: { $0.stringValue == nil }) {
+            return "an array whose item \(index + 1) of \(values.count) is \(article(values[index]))"
+        }
+        return article(value)
+    }
+
+    private static func article(_ value: PlistValue) -> String {
+        switch value.typeName {
+        case "array", "integer": "an \(value.typeName)"
+        case "data": "data"
+        default: "a \(value.typeName)"
         }
     }
 
