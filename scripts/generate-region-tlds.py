@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Generate Sources/AASAFetchCore/Scheduling/RegionTLDs.swift from Debian's publicsuffix list.
 
-Every two-letter top-level domain of the list is a ccTLD of the region with the same ISO 3166-1
-code, with the exceptions below; every internationalised ccTLD comes from the list's comment lines
+The top-level domain of every rule in the list's ICANN section (`za` of `co.za`, `np` of `*.np`)
+that has two letters is a ccTLD of the region with the same ISO 3166-1 code, with the exceptions
+below (a ccTLD listed only through its second-level names or a wildcard is one too: ZA, NP, KH, MM,
+JM, PG, ER, CK, FK and plain BD were missing when only bare two-letter lines counted); every internationalised ccTLD comes from the list's comment lines
 of the form `// xn--fiqs8s ("Zhongguo/China", Chinese, Simplified) : CN`.
 
 Usage: apt-get install -y publicsuffix && python3 scripts/generate-region-tlds.py
@@ -23,18 +25,27 @@ def main() -> int:
                              capture_output=True, text=True).stdout.strip() or "unknown"
     tlds = defaultdict(list)
     idn = re.compile(r"^// (xn--[a-z0-9-]+) \((.*)\) ?: ?([A-Z]{2})\s*$")
+    icann = False
     for line in open(PSL, encoding="utf-8"):
         line = line.rstrip("\n")
+        if line.startswith("// ===BEGIN ICANN DOMAINS==="):
+            icann = True
+        elif line.startswith("// ===END ICANN DOMAINS==="):
+            icann = False
         m = idn.match(line)
         if m:
             tld, _, region = m.groups()
             if tld not in tlds[region]:
                 tlds[region].append(tld)
             continue
-        if re.fullmatch(r"[a-z]{2}", line):
-            region = CCTLD_REGION.get(line, line.upper())
-            if region and line not in tlds[region]:
-                tlds[region].insert(0, line)
+        rule = line.strip()
+        if not icann or not rule or rule.startswith("//"):
+            continue
+        tld = rule.lstrip("!").split(".")[-1]
+        if re.fullmatch(r"[a-z]{2}", tld):
+            region = CCTLD_REGION.get(tld, tld.upper())
+            if region and tld not in tlds[region]:
+                tlds[region].insert(0, tld)
     # .gb is dormant but still the ISO code's ccTLD.
     if "gb" not in tlds["GB"]:
         tlds["GB"].append("gb")

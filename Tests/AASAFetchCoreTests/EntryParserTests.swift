@@ -222,7 +222,9 @@ struct DomainPrioritizerTests {
         #expect(prioritizer.tier(of: "example.io") == 2)
     }
 
-    @Test(arguments: [("GB", "uk", 1), ("UK", "uk", 1), ("GB", "gb", 1), ("RU", "xn--p1ai", 1), ("DE", "uk", 2), ("TW", "xn--kpry57d", 1)])
+    @Test(arguments: [("GB", "uk", 1), ("UK", "uk", 1), ("GB", "gb", 1), ("RU", "xn--p1ai", 1), ("DE", "uk", 2), ("TW", "xn--kpry57d", 1),
+                   // ccTLDs the public suffix list names only through a wildcard or second-level names.
+                   ("ZA", "za", 1), ("NP", "np", 1), ("KH", "kh", 1), ("BD", "bd", 1), ("JM", "jm", 1)])
     func regionTLDs(region: String, tld: String, tier: Int) {
         #expect(DomainPrioritizer(region: region).tier(of: "site.\(tld)") == tier)
     }
