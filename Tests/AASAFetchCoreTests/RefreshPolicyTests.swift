@@ -42,6 +42,10 @@ struct RefreshPolicyTests {
         ("max-age=99999999", 7 * 86400),
         ("no-cache", 86400),
         ("max-age=604800", 604800),
+        // Too many digits for an integer is the largest age, not absent (it gave 24 h).
+        ("max-age=99999999999999999999", 7 * 86400),
+        ("max-age=-5", 86400),
+        ("max-age=+5", 86400),
     ] as [(String?, Double)])
     func approvedLifetimeIsMaxAgeBounded(cacheControl: String?, expected: Double) throws {
         let headers = cacheControl.map { [HTTPHeader(name: "Cache-Control", value: $0)] } ?? []
@@ -49,6 +53,13 @@ struct RefreshPolicyTests {
         #expect(update.outcome == .approved)
         #expect(update.nextCheck == Self.t0.addingTimeInterval(expected))
         #expect(update.consecutiveFailures == 0)
+    }
+
+    /// Several `Cache-Control` lines are one list: a `max-age` on the second line counted as absent.
+    @Test func cacheControlLinesAreJoined() throws {
+        let headers = [HTTPHeader(name: "Cache-Control", value: "public"), HTTPHeader(name: "cache-control", value: "max-age=7200")]
+        let update = try #require(policy.update(for: Self.approved(Self.good, headers: headers), previous: nil, needs: [], now: Self.t0))
+        #expect(update.nextCheck == Self.t0.addingTimeInterval(7200))
     }
 
     @Test func transientFailuresRetryEveryThreeHoursEightTimesThenDaily() throws {

@@ -64,14 +64,18 @@ public struct RefreshPolicy: Sendable, Hashable {
             let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, parts[0].lowercased() == "max-age" else { continue }
             let value = parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            if let seconds = Int(value), seconds >= 0 { return TimeInterval(seconds) }
+            guard !value.isEmpty, value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { continue }
+            // Digits too many for an integer are the largest age (RFC 9111 §1.2.2: 2^31 s), not absent.
+            return TimeInterval(Int(value) ?? Int(Int32.max))
         }
         return nil
     }
 
-    /// The lifetime of an approved response with these headers.
+    /// The lifetime of an approved response with these headers. Several `Cache-Control` lines
+    /// make one list, as RFC 9110 §5.3 reads them.
     public func approvedLifetime(headers: [HTTPHeader]) -> TimeInterval {
-        let cacheControl = headers.first { $0.name.equalsIgnoringASCIICase("cache-control") }?.value
+        let lines = headers.filter { $0.name.equalsIgnoringASCIICase("cache-control") }.map(\.value)
+        let cacheControl = lines.isEmpty ? nil : lines.joined(separator: ", ")
         guard let age = Self.maxAge(cacheControl: cacheControl) else { return defaultAge }
         return min(max(age, minimumAge), maximumAge)
     }
