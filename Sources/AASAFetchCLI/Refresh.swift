@@ -70,7 +70,7 @@ extension AASAFetchCommand {
             if let owner, owner.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--owner takes a non-empty name") }
             if worker && watch { throw ValidationError("--worker and --watch are two ways to keep running; pick one") }
             if worker && now != nil { throw ValidationError("--worker runs on the real clock (no --now)") }
-            if let now, Timestamp.parse(now) == nil { throw ValidationError("--now takes an ISO 8601 time or seconds since 1970") }
+            if let now, Timestamp.parse(now) == nil { throw ValidationError("--now takes an ISO 8601 time or seconds since 1970, between the years 1970 and 9999") }
             if let region, !DomainPrioritizer.isKnownRegion(region) {
                 throw ValidationError("'\(region)' is not an ISO 3166-1 region code with a ccTLD")
             }

@@ -35,7 +35,7 @@ extension AASAFetchCommand {
         func validate() throws {
             if html.isEmpty { throw ValidationError("--html takes a file name (or - for standard output)") }
             if historyLimit < 0 { throw ValidationError("--history-limit must be 0 or more") }
-            if let now, Timestamp.parse(now) == nil { throw ValidationError("--now takes an ISO 8601 time or seconds since 1970") }
+            if let now, Timestamp.parse(now) == nil { throw ValidationError("--now takes an ISO 8601 time or seconds since 1970, between the years 1970 and 9999") }
             if json, html == "-" { throw ValidationError("--json describes the page written to a file; with --html - the page itself is the output") }
         }
 

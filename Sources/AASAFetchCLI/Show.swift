@@ -137,6 +137,7 @@ extension AASAFetchCommand {
         func validate() throws {
             if versions && host == nil { throw ValidationError("--versions lists the kept files of one host: show HOST --versions") }
             if historyLimit < 0 { throw ValidationError("--history-limit must be 0 or more") }
+            if let now, Timestamp.parse(now) == nil { throw ValidationError("--now takes an ISO 8601 time or seconds since 1970, between the years 1970 and 9999") }
         }
 
         func run() async throws {

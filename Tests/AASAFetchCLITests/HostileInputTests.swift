@@ -1,3 +1,4 @@
+import AASAFetchCore
 import AASAFetchTestSupport
 import Foundation
 import Testing
@@ -76,6 +77,19 @@ struct HostileInputTests {
             let fromEnvironment = try ToolRunner.run(command, environment: ["AASA_FETCH_HISTORY_LIMIT": "-5"])
             #expect(fromEnvironment.status == 64, "\(command): \(fromEnvironment.stderr)")
         }
+    }
+
+    /// `--now` outside the years 1970 to 9999 is a usage error: `refresh --now inf` fetched the same
+    /// host without end (its next check rounded back to now), and `show --now nan` used the clock.
+    @Test func nonFiniteOrAbsurdTimesAreUsageErrors() throws {
+        for value in ["inf", "nan", "1e300", "-1", "9999999999999", "tomorrow"] {
+            for command in [["refresh"], ["show"], ["report", "--html", "-"]] {
+                let typed = try ToolRunner.run(command + ["--now", value])
+                #expect(typed.status == 64 && typed.stderr.contains("--now"), "\(command) --now \(value): \(typed.status) \(typed.stderr)")
+            }
+        }
+        #expect(Timestamp.parse("2026-11-27T00:00:00Z") != nil && Timestamp.parse("0") != nil && Timestamp.parse("1790000000") != nil)
+        #expect(Timestamp.parse("inf") == nil && Timestamp.parse("9999-12-31T23:59:59Z") != nil && Timestamp.parse("-0.5") == nil)
     }
 
     /// `refresh --interval` and `--lease`: the same for durations with units.
