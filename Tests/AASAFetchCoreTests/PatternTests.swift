@@ -106,6 +106,50 @@ struct PatternTests {
         // The bound is linear in the text; a product of expansions (300^20) could not fit it.
         #expect(steps <= 20_000 * bytes && missSteps <= 20_000 * bytes, "steps \(steps) \(missSteps)")
     }
+
+    /// The state count the budget uses is the one the automaton builds (shared trie prefixes
+    /// included), so the limit refuses exactly what would be too large.
+    @Test func stateCountsAreTheBuiltOnes() throws {
+        let variables = ["v": (0..<300).map { "7-value-\($0)-*" }, "w": ["a", "ab", "abc?"]]
+        for source in ["/a*b", "/$(v)/x*y", "/?*$(w)$(w)*z", "*$(region)_$(lang)?", "/$(digit)*$(v)"] {
+            let pattern = CompiledPattern(source, role: .path, variables: variables)
+            guard case .automaton(let automaton) = pattern.engine else {
+                Issue.record("\(source) has no automaton")
+                continue
+            }
+            #expect(CompiledPattern.automatonStates(source, role: .path, variables: variables) == automaton.stateCount, "\(source)")
+        }
+    }
+
+    /// A pattern over the state budget is never matched and says so; a file's patterns share a
+    /// budget. A 16 KB file (a variable of 2,000 values referenced 1,000 times) took 1.2 GB and
+    /// 29 s before; it is refused at once.
+    @Test func patternsOverTheStateBudgetAreRefused() throws {
+        let values = (0..<2000).map { String(format: "%03x", $0) }
+        let source = "/" + String(repeating: "$(a)", count: 1000)
+        let started = ContinuousClock.now
+        let pattern = CompiledPattern(source, role: .path, variables: ["a": values])
+        #expect(pattern.isTooComplex && !pattern.matches("/abc"))
+        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(!CompiledPattern("/$(a)*$(a)", role: .path, variables: ["a": values]).isTooComplex)
+        // A file: each pattern fits alone, together they pass the file's budget.
+        let component = #"{"/":"/*$(a)*$(a)*$(a)*$(a)*"}"#
+        let json = #"{"applinks":{"substitutionVariables":{"a":["#
+            + values.map { "\"\($0)\"" }.joined(separator: ",")
+            + #"]},"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":["#
+            + Array(repeating: component, count: 40).joined(separator: ",") + "]}]}}"
+        let document = try AASADecoder.decodeDocument(Array(json.utf8))
+        let compiled = CompiledAssociation(document: document)
+        guard case .components(let components, _) = compiled.details[0].body else { return }
+        let refused = components.filter { $0.path?.isTooComplex == true }.count
+        #expect(refused > 0 && refused < 40, "\(refused)")
+        #expect(components[0].path?.isTooComplex == false)
+        let lint = AASALinter.lint(Array(json.utf8))
+        #expect(lint.filter { $0.code == "pattern-too-complex" }.count == 1, "\(lint.map(\.code))")
+        let explained = compiled.explain(url: "https://example.com/zzz", appID: "ABCDE12345.com.example.app")
+        #expect(explained.decision == .noMatch)
+    }
+
 }
 
 /// Wraps a row so that Swift Testing names each argument.

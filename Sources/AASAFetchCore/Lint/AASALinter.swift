@@ -71,6 +71,7 @@ public enum AASALinter {
         LintCode(code: "non-ascii-pattern", severity: .warning, summary: "Non-ASCII text in a percent-encoded pattern never matches."),
         LintCode(code: "undefined-variable", severity: .error, summary: "A $(name) reference to a variable that is neither defined nor built in."),
         LintCode(code: "unterminated-variable", severity: .error, summary: "A \"$(\" without its closing parenthesis."),
+        LintCode(code: "pattern-too-complex", severity: .error, summary: "A pattern (or the file's patterns together) needing more automaton states than aasa-fetch builds: it never matches in `match`."),
         LintCode(code: "variable-name-invalid", severity: .error, summary: "A substitution variable name that is empty or contains $, ( or )."),
         LintCode(code: "variable-in-value", severity: .error, summary: "A substitution variable value that references another variable."),
         LintCode(code: "variable-shadows-builtin", severity: .warning, summary: "A custom variable named like a built-in one."),
@@ -127,6 +128,9 @@ public enum AASALinter {
 struct Linter {
     let root: JSONValue
     var findings: [Finding] = []
+    /// Automaton states the patterns checked so far need, against the matcher's per-file budget.
+    var patternStates = 0
+    var reportedFileStates = false
 
     static let applinksKeys = ["apps", "details", "defaults", "substitutionVariables"]
     static let detailKeys = ["appID", "appIDs", "paths", "components", "defaults"]
@@ -696,6 +700,20 @@ struct Linter {
                 "non-ascii-pattern", .warning,
                 "the pattern has non-ASCII characters but is matched percent-encoded (URLs are ASCII), so they never match",
                 at: pattern.pointer, fix: "Percent-encode the characters, or add \"percentEncoded\": false.")
+        }
+        let states = CompiledPattern.automatonStates(text, role: { if case .path = pattern.part { return .path } else { return .plain } }(), variables: variables)
+        patternStates += states
+        if states > CompiledPattern.maxStates {
+            add(
+                "pattern-too-complex", .error,
+                "the pattern needs more than \(CompiledPattern.maxStates) automaton states (each reference to a variable counts all its values), so aasa-fetch never matches it",
+                at: pattern.pointer, fix: "Use fewer or shorter variable values, or fewer references to them in one pattern.")
+        } else if patternStates > CompiledPattern.maxStatesPerFile, !reportedFileStates {
+            reportedFileStates = true
+            add(
+                "pattern-too-complex", .error,
+                "the file's patterns need more than \(CompiledPattern.maxStatesPerFile) automaton states together from this one on, so aasa-fetch does not match the patterns past that budget",
+                at: pattern.pointer, fix: "Use fewer or shorter variable values, or fewer patterns with wildcards in the middle.")
         }
         for reference in Self.variableReferences(text) {
             switch reference {

@@ -39,8 +39,9 @@ public struct CompiledAssociation: Sendable {
         let variables = applinks?.substitutionVariables ?? [:]
         var details: [CompiledDetail] = []
         var byApp: [String: [Int]] = [:]
+        let budget = CompiledPattern.Budget()
         for (index, detail) in (applinks?.details ?? []).enumerated() {
-            details.append(CompiledDetail(index: index, detail: detail, applinksDefaults: applinks?.defaults, variables: variables))
+            details.append(CompiledDetail(index: index, detail: detail, applinksDefaults: applinks?.defaults, variables: variables, budget: budget))
             var seen = Set<String>()
             for appID in detail.appIDs where seen.insert(appID).inserted {
                 byApp[appID, default: []].append(index)
@@ -100,19 +101,19 @@ final class CompiledDetail: Sendable {
     let index: Int
     let body: Body
 
-    init(index: Int, detail: AppLinksDetail, applinksDefaults: ComponentDefaults?, variables: [String: [String]]) {
+    init(index: Int, detail: AppLinksDetail, applinksDefaults: ComponentDefaults?, variables: [String: [String]], budget: CompiledPattern.Budget) {
         self.index = index
         if let components = detail.components {
             let compiled = components.enumerated().map { position, rule in
                 CompiledComponent(
                     index: position, written: rule,
                     resolved: rule.resolved(detailDefaults: detail.defaults, applinksDefaults: applinksDefaults),
-                    variables: variables
+                    variables: variables, budget: budget
                 )
             }
             body = .components(compiled, compiled.count >= PathPrefilter.threshold ? PathPrefilter(compiled) : nil)
         } else if let paths = detail.paths {
-            body = .paths(paths.enumerated().map { CompiledLegacyPath(index: $0, source: $1) })
+            body = .paths(paths.enumerated().map { CompiledLegacyPath(index: $0, source: $1, budget: budget) })
         } else {
             body = .nothing
         }
@@ -168,11 +169,11 @@ final class CompiledLegacyPath: Sendable {
     let isExclusion: Bool
     let pattern: CompiledPattern
 
-    init(index: Int, source: String) {
+    init(index: Int, source: String, budget: CompiledPattern.Budget) {
         self.index = index
         self.source = source
         isExclusion = source.hasPrefix("NOT ")
-        pattern = CompiledPattern(isExclusion ? String(source.dropFirst(4)) : source, role: .path, caseSensitive: true)
+        pattern = CompiledPattern(isExclusion ? String(source.dropFirst(4)) : source, role: .path, caseSensitive: true, variables: [:], budget: budget)
     }
 }
 
@@ -198,7 +199,7 @@ final class CompiledComponent: Sendable {
     /// The component as written (without inherited keys).
     let ruleText: String
 
-    init(index: Int, written: ComponentRule, resolved: ResolvedComponent, variables: [String: [String]]) {
+    init(index: Int, written: ComponentRule, resolved: ResolvedComponent, variables: [String: [String]], budget: CompiledPattern.Budget) {
         let rule = resolved.rule
         let caseSensitive = resolved.caseSensitive
         self.index = index
@@ -207,18 +208,18 @@ final class CompiledComponent: Sendable {
         self.caseSensitive = caseSensitive
         self.percentEncoded = resolved.percentEncoded
         exclude = resolved.isExclusion
-        path = rule.path.map { CompiledPattern($0, role: .path, caseSensitive: caseSensitive, variables: variables) }
-        fragment = rule.fragment.map { CompiledPattern($0, role: .plain, caseSensitive: caseSensitive, variables: variables) }
+        path = rule.path.map { CompiledPattern($0, role: .path, caseSensitive: caseSensitive, variables: variables, budget: budget) }
+        fragment = rule.fragment.map { CompiledPattern($0, role: .plain, caseSensitive: caseSensitive, variables: variables, budget: budget) }
         switch rule.query {
         case nil, .ignored?:
             query = .any
         case .string(let pattern)?:
-            query = .whole(CompiledPattern(pattern, role: .plain, caseSensitive: caseSensitive, variables: variables))
+            query = .whole(CompiledPattern(pattern, role: .plain, caseSensitive: caseSensitive, variables: variables, budget: budget))
         case .items(let items)?:
             query = .items(items.map { item in
                 (
                     name: Array((caseSensitive ? item.name : UTF8Text.caseFolded(item.name)).utf8),
-                    pattern: CompiledPattern(item.pattern, role: .plain, caseSensitive: caseSensitive, variables: variables)
+                    pattern: CompiledPattern(item.pattern, role: .plain, caseSensitive: caseSensitive, variables: variables, budget: budget)
                 )
             })
         }

@@ -124,12 +124,16 @@ public struct PartFailure: Codable, Sendable, Hashable {
     public var variablesWithoutValue: [String]
     /// The `defaults` level the pattern comes from, when the component does not set it itself.
     public var inheritedFrom: DefaultsLevel?
+    /// Whether the pattern needs more automaton states than allowed
+    /// (``CompiledPattern/isTooComplex``), so it is never matched.
+    public var tooComplex: Bool
 
     /// Creates a failure.
     public init(
         part: Part, name: String? = nil, pattern: String, text: String, caseOnly: Bool = false, variablesWithoutValue: [String] = [],
-        inheritedFrom: DefaultsLevel? = nil
+        inheritedFrom: DefaultsLevel? = nil, tooComplex: Bool = false
     ) {
+        self.tooComplex = tooComplex
         self.part = part
         self.name = name
         self.pattern = pattern
@@ -152,6 +156,7 @@ public struct PartFailure: Codable, Sendable, Hashable {
             text += " (no fitting value for " + variablesWithoutValue.map { "$(\($0))" }.joined(separator: ", ") + ")"
         }
         if let inheritedFrom { text += " (pattern from \(inheritedFrom.displayName))" }
+        if tooComplex { text += " (the pattern is too complex to match: over \(CompiledPattern.maxStates) states, or over \(CompiledPattern.maxStatesPerFile) for the whole file)" }
         return text
     }
 }
@@ -288,6 +293,10 @@ extension CompiledAssociation {
 
     private func failure(_ pattern: CompiledPattern, part: PartFailure.Part, name: String?, text: String) -> PartFailure {
         let variables = document.applinks?.substitutionVariables ?? [:]
+        if pattern.isTooComplex {
+            // Compiling it again to explain would cost what the limit refused.
+            return PartFailure(part: part, name: name, pattern: pattern.source, text: text, tooComplex: true)
+        }
         var caseOnly = false
         if pattern.caseSensitive {
             caseOnly = CompiledPattern(pattern.source, role: pattern.role, caseSensitive: false, variables: variables).matches(text)
