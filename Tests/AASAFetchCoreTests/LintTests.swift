@@ -216,4 +216,30 @@ struct LintTests {
             }
         }
     }
+
+    /// Files built to make lint quadratic stay within a bound (diagnose lints what a server
+    /// sends): one app listed by 2,300 details after a detail of 4,000 rules took 82 s, and
+    /// references to many undefined names among many variables 187 s (debug builds). The
+    /// bound is a hang bound, far above what either takes now.
+    @Test func hostileFilesLintInBoundedTime() {
+        let app = Self.app
+        let rules = (0..<3000).map { #"{"/":"/a\#($0)"}"# }.joined(separator: ",")
+        let repeats = Array(repeating: #"{"appID":"\#(app)","paths":["/x"]}"#, count: 1500).joined(separator: ",")
+        let quadratic = #"{"applinks":{"details":[{"appIDs":["\#(app)"],"components":[\#(rules)]},\#(repeats)]}}"#
+        var started = ContinuousClock.now
+        let findings = AASALinter.lint(Array(quadratic.utf8))
+        #expect(findings.filter { $0.code == "duplicate-app-id" }.count == 1500)
+        #expect(ContinuousClock.now - started < .seconds(30))
+
+        let variables = (0..<2000).map { #""v\#($0)":["x"]"# }.joined(separator: ",")
+        let references = (0..<1500).map { #"{"/":"/$(q\#($0))"}"# }.joined(separator: ",")
+        let undefined = #"{"applinks":{"substitutionVariables":{\#(variables)},"details":[{"appIDs":["\#(app)"],"components":[\#(references)]}]}}"#
+        started = ContinuousClock.now
+        let named = AASALinter.lint(Array(undefined.utf8)).filter { $0.code == "undefined-variable" }
+        #expect(ContinuousClock.now - started < .seconds(30))
+        #expect(named.count == 1500)
+        // Suggestions for the first 64 names only.
+        #expect(named.prefix(64).allSatisfy { $0.message.contains("did you mean") }, "\(named.first?.message ?? "")")
+        #expect(named.dropFirst(64).allSatisfy { !$0.message.contains("did you mean") })
+    }
 }

@@ -131,6 +131,10 @@ struct Linter {
     /// Automaton states the patterns checked so far need, against the matcher's per-file budget.
     var patternStates = 0
     var reportedFileStates = false
+    /// Caches that keep hostile files linear (see their users).
+    var decidesEveryURLCache: [Int: Bool] = [:]
+    var variableSuggestions: [String: String?] = [:]
+    var variableCandidates: [String]?
 
     static let applinksKeys = ["apps", "details", "defaults", "substitutionVariables"]
     static let detailKeys = ["appID", "appIDs", "paths", "components", "defaults"]
@@ -470,7 +474,10 @@ struct Linter {
             }
             if let first = firstListing[id] {
                 let earlier = applinks.details[first.detail]
-                let decidesAll = Self.decidesEveryURL(earlier, applinks: applinks)
+                // Once per earlier detail: 2,000 details listing one app re-read its rules each time
+                // (a 131 KB file took 82 s, and diagnose lints what a server sends).
+                let decidesAll = decidesEveryURLCache[first.detail] ?? Self.decidesEveryURL(earlier, applinks: applinks)
+                decidesEveryURLCache[first.detail] = decidesAll
                 add(
                     "duplicate-app-id", .warning,
                     "app ID \"\(id)\" was already listed at \(first.pointer); "
@@ -719,7 +726,7 @@ struct Linter {
             switch reference {
             case .name(let name):
                 if variables[name] == nil, !AASALinter.builtInVariables.contains(name) {
-                    let suggestion = KeySuggestion.suggest(name, among: Array(variables.keys).sorted() + AASALinter.builtInVariables.sorted())
+                    let suggestion = variableSuggestion(for: name, among: variables)
                     add(
                         "undefined-variable", .error,
                         "$(\(name)) is neither a substitution variable of this file nor a built-in one"
@@ -734,6 +741,18 @@ struct Linter {
                     at: pattern.pointer, fix: "Close the variable reference: $(name).")
             }
         }
+    }
+
+    /// The suggestion for an undefined variable name, once per name, and for the first 64 names
+    /// only: each compares the name with every variable of the file (many references to many
+    /// names took minutes on a 124 KB file).
+    mutating func variableSuggestion(for name: String, among variables: [String: [String]]) -> String? {
+        if let cached = variableSuggestions[name] { return cached }
+        guard variableSuggestions.count < 64 else { return nil }
+        if variableCandidates == nil { variableCandidates = Array(variables.keys).sorted() + AASALinter.builtInVariables.sorted() }
+        let suggestion = KeySuggestion.suggest(name, among: variableCandidates ?? [])
+        variableSuggestions[name] = .some(suggestion)
+        return suggestion
     }
 
     enum VariableReference: Equatable {
