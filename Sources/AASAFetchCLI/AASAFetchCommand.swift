@@ -34,7 +34,8 @@ extension AASAFetchCommand {
     /// toward the hard one (``ProcessLimits``), gives threads stacks of at least 2 MiB under a
     /// smaller stack limit (`StackLimit.fitLimit()`) and, under an address-space limit, makes thread
     /// stacks and malloc arenas small (`AddressSpace.fitLimit()`), or ends the process with
-    /// `address-space-exhausted` (exit 2) when the limit leaves no room to start. Idempotent.
+    /// `address-space-exhausted` (exit 2) when the limit leaves no room to start, and with
+    /// `threads-exhausted` or `descriptors-exhausted` when those limits leave none. Idempotent.
     public static func prepareProcess() {
         StandardStreams.reserveStandardDescriptors()
         // Without /proc (a bare chroot or sandbox) the command line cannot be read: it would be
@@ -45,7 +46,7 @@ extension AASAFetchCommand {
         ProcessLimits.raiseDescriptorLimit()
         StackLimit.fitLimit()
         AddressSpace.fitLimit()
-        if let failure = addressSpaceShortage ?? threadShortage {
+        if let failure = addressSpaceShortage ?? threadShortage ?? descriptorShortage {
             exit(reporting: failure, console: console(for: Array(ProcessArguments.current.dropFirst())))
         }
     }
@@ -56,6 +57,9 @@ extension AASAFetchCommand {
 
     /// Judged once, at the first ``prepareProcess()``, before the runtime starts its threads.
     private static let threadShortage = ProcessLimits.threadShortageAtStart()
+
+    /// Judged once, at the first ``prepareProcess()``, after the limit was raised toward the hard one.
+    private static let descriptorShortage = ProcessLimits.descriptorShortageAtStart()
 
     /// Judged once, at the first ``prepareProcess()``: later, the runtime's own threads are mapped
     /// too, and would be counted twice.

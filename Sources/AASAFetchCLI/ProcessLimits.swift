@@ -245,6 +245,31 @@ enum ProcessLimits {
         return otherError ? cap : started.count
     }
 
+    /// Descriptors the process needs free when it starts: the concurrency runtime's event
+    /// descriptors (libdispatch traps, SIGILL, when it cannot open its epoll set) and a file or
+    /// the store for the command.
+    static let descriptorsNeededAtStart = 4
+
+    /// At the start of the process, before the concurrency runtime starts: the failure to end it
+    /// with when fewer than ``descriptorsNeededAtStart`` descriptors can be opened (`ulimit -n 4`
+    /// crashed every command); `nil` when they can, or when `/dev/null` cannot be opened to tell.
+    static func descriptorShortageAtStart() -> CommandFailure? {
+        var opened: [Int32] = []
+        defer { for descriptor in opened { close(descriptor) } }
+        while opened.count < descriptorsNeededAtStart {
+            let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                guard errno == EMFILE || errno == ENFILE else { return nil }
+                let limit = descriptorLimit.map { "ulimit -n \($0)" } ?? "the system's limit"
+                return CommandFailure(
+                    code: "descriptors-exhausted",
+                    message: "this process can open only \(opened.count) more \(opened.count == 1 ? "file descriptor" : "file descriptors") (\(limit)) and needs at least \(descriptorsNeededAtStart) to start: raise the limit")
+            }
+            opened.append(descriptor)
+        }
+        return nil
+    }
+
     /// At the start of the process, before the concurrency runtime starts a thread: the failure to
     /// end it with when a limit on its threads leaves fewer than ``runtimeThreadsNeeded``; `nil`
     /// when there is room or no limit in sight (then nothing is probed).

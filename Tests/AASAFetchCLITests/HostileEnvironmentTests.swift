@@ -242,6 +242,23 @@ struct HostileEnvironmentTests {
 
     // MARK: - File descriptors
 
+    /// `ulimit -n` of 4 to 6: every command ends with `descriptors-exhausted` (exit 2, the error
+    /// document with `--json`) before the runtime starts; it died of SIGILL in libdispatch, which
+    /// traps when it cannot open its epoll set.
+    @Test func tooFewDescriptorsToStartIsARunError() throws {
+        for limit in 4...6 {
+            for command in ["--version", "lint examples/broken.json --json", "plan --domain example.com --json"] {
+                let run = try Self.shell("cd \(Self.quoted(TestPaths.repository.path)) && ulimit -n \(limit) && exec \"$AASA\" \(command)")
+                #expect(run.status == 2, "ulimit -n \(limit) \(command): \(run.status) \(run.standardError)")
+                #expect(run.standardError.contains("aasa-fetch: descriptors-exhausted: this process can open only"), "\(run.standardError)")
+                if command.hasSuffix("--json") {
+                    let document = try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
+                    #expect((document?["error"] as? [String: Any])?["code"] as? String == "descriptors-exhausted", "\(run.standardOutput)")
+                }
+            }
+        }
+    }
+
     /// `ulimit -n 256` and `--concurrency 400`: the concurrency is lowered to what fits (said on
     /// stderr) and every host is fetched (before: hundreds reported and recorded `connect-failure`).
     @Test func fewDescriptorsLowerTheConcurrencyInsteadOfFailingHosts() async throws {
