@@ -498,6 +498,12 @@ struct RunLogicTests {
             addresses: [Self.host: [Self.address]], connects: [Self.address: .failed("Connection refused")]))) == "tcp connect-failure")
         #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe(
             addresses: [Self.host: [Self.address]], connects: [Self.address: .timedOut]))) == "tcp timeout")
+        // No descriptor left for the resolver or the socket is the run's shortage (exit 2 in the
+        // CLI), not the host's dns-failure or connect-failure.
+        #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe(resolverShortOfDescriptors: true))) == "dns descriptors-exhausted")
+        #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe(
+            addresses: [Self.host: [Self.address]], connects: [Self.address: .descriptorsExhausted("Too many open files")]))) == "tcp descriptors-exhausted")
+        #expect(HostFetchResult.shortageCodes.contains("descriptors-exhausted"))
         #expect(good.requests.isEmpty, "nothing is downloaded before DNS and TCP pass")
 
         // A certificate that does not name the host: the unverified second look says so.
@@ -551,3 +557,4 @@ struct RunLogicTests {
         #expect(Self.blame(await Self.diagnose(transport: stale, route: .both)) == "cdn cdn-stale")
     }
 }
+

@@ -110,14 +110,18 @@ extension TransferRequest {
 public struct ScriptedNetworkProbe: NetworkProbing {
     private let addresses: [String: [String]]
     private let connects: [String: NetworkConnectOutcome]
+    private let resolverShortOfDescriptors: Bool
 
-    /// Creates a probe.
-    public init(addresses: [String: [String]] = [:], connects: [String: NetworkConnectOutcome] = [:]) {
+    /// Creates a probe; `resolverShortOfDescriptors`: every name fails as when the process has no
+    /// descriptor left.
+    public init(addresses: [String: [String]] = [:], connects: [String: NetworkConnectOutcome] = [:], resolverShortOfDescriptors: Bool = false) {
         self.addresses = addresses
         self.connects = connects
+        self.resolverShortOfDescriptors = resolverShortOfDescriptors
     }
 
     public func resolve(_ host: String) async -> Result<[String], NetworkProbeError> {
+        if resolverShortOfDescriptors { return .failure(NetworkProbeError(message: "Name or service not known", descriptorsExhausted: true)) }
         guard let found = addresses[host], !found.isEmpty else { return .failure(NetworkProbeError(message: "Name or service not known")) }
         return .success(found)
     }

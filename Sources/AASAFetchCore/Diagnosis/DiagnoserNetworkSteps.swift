@@ -40,6 +40,11 @@ extension Diagnoser.Walk {
             switch await diagnoser.probe.resolve(target.host) {
             case .success(let found):
                 addresses = found
+            case .failure(let error) where error.descriptorsExhausted:
+                add(DiagnosisStep(step: "dns", title: "DNS", status: .failed, code: "descriptors-exhausted",
+                                  summary: "\(target.host) could not be looked up: this process has no file descriptor left (\(error.message))",
+                                  details: dnsDetails, fix: "raise the limit of open files (ulimit -n)"))
+                return nil
             case .failure(let error):
                 let fix = AASAFetcher.fix(for: .dnsFailure)
                 add(DiagnosisStep(step: "dns", title: "DNS", status: .failed, code: "dns-failure",
@@ -84,6 +89,11 @@ extension Diagnoser.Walk {
                 connected = true
             case .failed(let reason):
                 tcpDetails.append("\(address) port \(target.port): \(reason)")
+            case .descriptorsExhausted(let reason):
+                add(DiagnosisStep(step: "tcp", title: "TCP connect", status: .failed, code: "descriptors-exhausted",
+                                  summary: "no socket for \(address) port \(target.port): this process has no file descriptor left (\(reason))",
+                                  details: tcpDetails, fix: "raise the limit of open files (ulimit -n)"))
+                return false
             case .timedOut:
                 sawTimeout = true
                 tcpDetails.append("\(address) port \(target.port): no answer within \(options.connectTimeout) s")

@@ -20,16 +20,23 @@ public enum NetworkConnectOutcome: Sendable, Equatable {
     case failed(String)
     /// No answer within the timeout.
     case timedOut
+    /// This process has no descriptor left for the socket (the system's words): the run's
+    /// shortage, not the host's failure.
+    case descriptorsExhausted(String)
 }
 
 /// A resolver failure.
 public struct NetworkProbeError: Error, Sendable, Equatable {
     /// The resolver's words.
     public var message: String
+    /// Whether the resolver failed because this process has no descriptor left (it could not
+    /// read `/etc/hosts` or open its socket): the run's shortage, not the host's failure.
+    public var descriptorsExhausted: Bool
 
     /// Creates an error.
-    public init(message: String) {
+    public init(message: String, descriptorsExhausted: Bool = false) {
         self.message = message
+        self.descriptorsExhausted = descriptorsExhausted
     }
 }
 
@@ -89,7 +96,11 @@ enum NetworkProbe {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, "443", &hints, &list)
         guard status == 0 else {
-            return .failure(ProbeError(message: String(cString: gai_strerror(status))))
+            let failedErrno = errno
+            // The resolver hides why it could not read its files: EAI_SYSTEM with EMFILE says it,
+            // a name "not known" says nothing, so a descriptor that cannot be opened now tells.
+            let exhausted = (status == EAI_SYSTEM && (failedErrno == EMFILE || failedErrno == ENFILE)) || SystemReason.descriptorsExhaustedNow
+            return .failure(ProbeError(message: String(cString: gai_strerror(status)), descriptorsExhausted: exhausted))
         }
         defer { freeaddrinfo(list) }
         var addresses: [String] = []
@@ -133,7 +144,11 @@ enum NetworkProbe {
             return .failed("'\(address)' is not a numeric address")
         }
         let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return .failed(SystemReason.text(errno: errno)) }
+        guard fd >= 0 else {
+            let failedErrno = errno
+            if failedErrno == EMFILE || failedErrno == ENFILE { return .descriptorsExhausted(SystemReason.text(errno: failedErrno)) }
+            return .failed(SystemReason.text(errno: failedErrno))
+        }
         defer { close(fd) }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         let started = ContinuousClock.now
