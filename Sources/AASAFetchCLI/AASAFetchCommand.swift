@@ -1,3 +1,4 @@
+import AASAFetchCore
 import ArgumentParser
 import CurlTransport
 import Foundation
@@ -162,11 +163,27 @@ extension AASAFetchCommand {
         StandardStreams.finishIfOutputFailed()
     }
 
+    /// `failure` as `descriptors-exhausted` (exit 2) when it came from the process running out of
+    /// file descriptors: a file that could not be opened was reported as unreadable input, or as
+    /// a usage error (`--cacert: cannot read ca.pem: Too many open files`). Told by the system's
+    /// words in the message, or, for an unreadable input or store, by a descriptor that cannot be
+    /// opened now.
+    static func blamingDescriptors(_ failure: CommandFailure) -> CommandFailure {
+        guard failure.code != "descriptors-exhausted" else { return failure }
+        let named = failure.message.contains("Too many open files")
+        guard named || ((failure.code == "usage" || failure.code.hasSuffix("-unreadable")) && SystemReason.descriptorsExhaustedNow) else { return failure }
+        let limit = ProcessLimits.descriptorLimit.map { " (ulimit -n \($0))" } ?? ""
+        return CommandFailure(code: "descriptors-exhausted",
+                              message: "this process ran out of file descriptors\(limit): \(failure.message); raise the limit",
+                              status: ExitStatus.cannotRun)
+    }
+
     /// Reports `error` and exits with its status.
     static func exit(reporting error: any Error, console: Console) -> Never {
         StandardStreams.finishIfOutputFailed()
         switch error {
         case let failure as CommandFailure:
+            let failure = blamingDescriptors(failure)
             console.report(failure)
             Self.exit(withError: failure.status)
         case let status as ExitCode:
@@ -184,12 +201,18 @@ extension AASAFetchCommand {
             }
             let message = self.message(for: error)
             if status == ExitStatus.usage {
-                // The parser's text after its own first line: the argument's help and the usage.
+                // The parser's text after its own message: the argument's help and the usage. A
+                // message of several lines is one line here (its line feeds were printed as `\n`,
+                // and then the whole message again).
+                let messageLines = message.split(separator: "\n", omittingEmptySubsequences: false)
                 var lines = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
-                if let first = lines.first, first.hasSuffix(message) { lines.removeFirst() }
-                console.report(CommandFailure(code: "usage", message: message, status: ExitStatus.usage),
-                               details: lines.joined(separator: "\n").trimmingCharacters(in: .newlines))
-                Self.exit(withError: ExitStatus.usage)
+                if let first = lines.first, let firstOfMessage = messageLines.first, first.hasSuffix(firstOfMessage) {
+                    lines.removeFirst(min(messageLines.count, lines.count))
+                }
+                let oneLine = messageLines.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+                let failure = blamingDescriptors(CommandFailure(code: "usage", message: oneLine, status: ExitStatus.usage))
+                console.report(failure, details: failure.code == "usage" ? lines.joined(separator: "\n").trimmingCharacters(in: .newlines) : nil)
+                Self.exit(withError: failure.status)
             }
             console.report(CommandFailure(code: "internal-error", message: message.isEmpty ? "\(error)" : message))
             Self.exit(withError: ExitStatus.cannotRun)

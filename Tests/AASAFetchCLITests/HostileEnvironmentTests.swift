@@ -259,6 +259,33 @@ struct HostileEnvironmentTests {
         }
     }
 
+    /// Just above that: a file, the store or the spool that cannot be opened for want of a
+    /// descriptor is `descriptors-exhausted` (exit 2), never the input's fault: it was a usage
+    /// error (`--cacert: cannot read ca.pem: Too many open files`), `store-unreadable` or
+    /// `spool-error`.
+    @Test func runningOutOfDescriptorsWhileOpeningInputsIsARunError() throws {
+        let work = try Self.folder("inputs-nofile")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let cache = work.appendingPathComponent("cache").path
+        let made = try ToolRunner.run(["--domain", "applinks:x.invalid", "--app-id", "ABCDE12345.com.example.app", "--retry-delays", ""], cache: cache)
+        #expect(made.status == 1, "\(made.stderr)")
+        let ca = try TestCA.shared().caCertPath
+        let hosts = TestPaths.repository.appendingPathComponent("examples/hosts.txt").path
+        var seen: Set<String> = []
+        for limit in 7...12 {
+            for command in [["refresh", "--all", "--cache", cache, "--cacert", ca], ["--domains", hosts, "--no-store", "--cacert", ca]] {
+                let arguments = (command + ["--no-config", "--json"]).map(Self.quoted).joined(separator: " ")
+                let run = try Self.shell("ulimit -n \(limit) && exec \"$AASA\" \(arguments)")
+                guard run.status != 0, let line = run.standardError.split(separator: "\n").first(where: { $0.hasPrefix("aasa-fetch: ") && !$0.hasPrefix("aasa-fetch: note") }) else { continue }
+                let code = String(line.dropFirst("aasa-fetch: ".count).prefix { $0 != ":" })
+                seen.insert(code)
+                #expect(run.status == 2 && code == "descriptors-exhausted",
+                        "ulimit -n \(limit) \(command.first ?? ""): \(run.status) \(line)")
+            }
+        }
+        #expect(seen.contains("descriptors-exhausted"), "\(seen)")
+    }
+
     /// `ulimit -n 256` and `--concurrency 400`: the concurrency is lowered to what fits (said on
     /// stderr) and every host is fetched (before: hundreds reported and recorded `connect-failure`).
     @Test func fewDescriptorsLowerTheConcurrencyInsteadOfFailingHosts() async throws {

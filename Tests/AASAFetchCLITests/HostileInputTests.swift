@@ -92,6 +92,16 @@ struct HostileInputTests {
         #expect(Timestamp.parse("inf") == nil && Timestamp.parse("9999-12-31T23:59:59Z") != nil && Timestamp.parse("-0.5") == nil)
     }
 
+    /// A usage message of several lines is one line (its line feeds were printed as `\n`, and the
+    /// whole message came again after it).
+    @Test func aUsageMessageOfSeveralLinesIsOneLine() throws {
+        let run = try ToolRunner.run(["--generate-completion-script", "nosh"])
+        #expect(run.status == 64)
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.first == "aasa-fetch: usage: Can't generate completion scripts for 'nosh'. Please use --generate-completion-script=<shell> with one of: zsh bash fish", "\(run.stderr)")
+        #expect(!run.stderr.contains("\\n") && !run.stderr.contains("Error: Can't generate"), "\(run.stderr)")
+    }
+
     /// `refresh --interval` and `--lease`: the same for durations with units.
     @Test func nonFiniteOrAbsurdIntervalsAreUsageErrors() throws {
         for option in ["--interval", "--lease"] {

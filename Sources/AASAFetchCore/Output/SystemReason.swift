@@ -8,6 +8,31 @@ import Glibc
 /// operation could not be completed. (NSCocoaErrorDomain error 512.)"); the POSIX error under it
 /// says what actually happened.
 public enum SystemReason {
+    /// Whether this process cannot open three more descriptors now (`EMFILE` or `ENFILE`): told
+    /// right after a failure whose own words do not say (SQLite's "unable to open database file",
+    /// a resolver's "Name or service not known"), it was the process's shortage. Three: SQLite
+    /// opens a database, its WAL and its shared memory, and closes what it opened when one fails.
+    public static var descriptorsExhaustedNow: Bool {
+        var opened: [Int32] = []
+        defer { for descriptor in opened { close(descriptor) } }
+        while opened.count < 3 {
+            let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { return errno == EMFILE || errno == ENFILE }
+            opened.append(descriptor)
+        }
+        return false
+    }
+
+    /// Whether the file system holding `path` (a file or folder; its parent when it does not
+    /// exist) has no block left for this process: SQLite reports a full disk as an I/O error
+    /// when it cannot size its shared-memory file.
+    public static func diskFull(at path: String) -> Bool {
+        var status = statvfs()
+        let folder = FileManager.default.fileExists(atPath: path) ? path : (path as NSString).deletingLastPathComponent
+        guard statvfs(folder.isEmpty ? "." : folder, &status) == 0 else { return false }
+        return status.f_bavail == 0
+    }
+
     /// `strerror(3)` of an error number.
     public static func text(errno number: Int32) -> String {
         String(cString: strerror(number))

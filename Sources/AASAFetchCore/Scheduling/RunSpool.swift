@@ -4,14 +4,15 @@ import Synchronization
 
 /// A failure of the run spool (the temporary database of a large run): exit 2, code `spool-error`.
 public struct SpoolError: Error, Sendable, CustomStringConvertible {
-    /// Always `spool-error`.
-    public var code: String { "spool-error" }
+    /// `spool-error`, or `descriptors-exhausted` when the process had no descriptor left for it.
+    public var code: String
     /// What happened.
     public var message: String
 
     /// Creates an error.
-    public init(_ message: String) {
+    public init(_ message: String, code: String = "spool-error") {
         self.message = message
+        self.code = code
     }
 
     public var description: String { "\(code): \(message)" }
@@ -188,6 +189,10 @@ public final class RunSpool: Sendable {
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
             close(lock)
+            if SystemReason.descriptorsExhaustedNow {
+                throw SpoolError("cannot create the run spool \(directory): this process ran out of file descriptors (\(error)); raise the limit (ulimit -n)",
+                                 code: "descriptors-exhausted")
+            }
             throw SpoolError("cannot create the run spool \(directory): \(error)")
         }
     }

@@ -152,7 +152,10 @@ public struct SQLiteAssociationStore: AssociationStore {
         }
         do {
             return try check(DatabaseQueue(path: path, configuration: configuration))
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CANTOPEN || error.resultCode == .SQLITE_READONLY {
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CANTOPEN || error.resultCode == .SQLITE_READONLY
+                    || (error.resultCode == .SQLITE_IOERR && SystemReason.diskFull(at: path)) {
+            // Also on a full disk: SQLite cannot size its shared-memory file there, and reading
+            // the store needs none as immutable.
             do {
                 let absolute = URL(fileURLWithPath: path).standardizedFileURL
                 var components = URLComponents()
@@ -708,6 +711,12 @@ public struct SQLiteAssociationStore: AssociationStore {
         // (SQLite's "full"): the limit, not the disk or the file, is what to change.
         if error.resultCode == .SQLITE_IOERR || error.resultCode == .SQLITE_FULL, let limit = fileSizeLimitReached(path: path) {
             return StoreError(code: "store-full", message: "\(path): a write passed the file-size limit of \(limit) bytes (ulimit -f)")
+        }
+        if error.resultCode == .SQLITE_CANTOPEN || error.resultCode == .SQLITE_IOERR, SystemReason.descriptorsExhaustedNow {
+            return StoreError(code: "descriptors-exhausted", message: "cannot use \(path): this process ran out of file descriptors (\(detail)); raise the limit (ulimit -n)")
+        }
+        if error.resultCode == .SQLITE_IOERR || error.resultCode == .SQLITE_CANTOPEN, SystemReason.diskFull(at: path) {
+            return StoreError(code: "store-full", message: "\(path): the disk is full (\(detail))")
         }
         switch error.resultCode {
         case .SQLITE_NOTADB, .SQLITE_CORRUPT, .SQLITE_FORMAT:
