@@ -786,6 +786,31 @@ struct HostileEnvironmentTests {
         #expect(refresh.standardError.contains("store-unreadable"), "\(refresh.standardError)")
     }
 
+    /// A store on a full disk: a command that writes says `store-full` (it said `store-unreadable:
+    /// disk I/O error`), and `show` and `export` still read it (they failed too: SQLite cannot size
+    /// its shared-memory file there, and an immutable read needs none).
+    @Test(.enabled(if: Self.namespaces))
+    func aStoreOnAFullDiskIsFullAndStillReadable() async throws {
+        let (server, ca) = try await Self.server()
+        defer { server.stop() }
+        let work = try Self.folder("fulldisk")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let cache = try Self.recordedStore(server, ca, hosts: ["f1.fault.test"], in: work)
+        let mount = work.appendingPathComponent("mnt").path
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        let full = "mount -t tmpfs -o size=1m tmpfs \(Self.quoted(mount)) && mkdir \(Self.quoted(mount + "/c")) && cp \(Self.quoted(cache + "/aasa-fetch.sqlite")) \(Self.quoted(mount + "/c/"))"
+            + " && (dd if=/dev/zero of=\(Self.quoted(mount + "/filler")) bs=4k 2>/dev/null; true) && "
+        func run(_ command: String) throws -> ChildProcess.Output {
+            try Self.shell("exec unshare -rm /bin/sh -c \(Self.quoted(full + "exec \"$AASA\" \(command) --cache \(Self.quoted(mount + "/c"))"))")
+        }
+        let shown = try run("show --json")
+        #expect(shown.status == 0, "\(shown.standardError)")
+        #expect(shown.standardOutput.contains("\"f1.fault.test\""))
+        let written = try run(Self.network(server, ca).map(Self.quoted).joined(separator: " ") + " --domain applinks:f1.fault.test")
+        #expect(written.status == 2, "\(written.standardError)")
+        #expect(written.standardError.contains("aasa-fetch: store-full: "), "\(written.standardError)")
+    }
+
     // MARK: - TMPDIR
 
     /// The run spool in a `TMPDIR` that is missing or not writable: `spool-error`, exit 2, nothing
