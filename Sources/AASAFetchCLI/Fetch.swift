@@ -38,8 +38,13 @@ extension AASAFetchCommand {
         func run() async throws {
             try input.requireEntries(command: "fetch")
             let console = Console.standard
+            // SIGINT, SIGTERM, SIGHUP: downloads under way are cancelled, what finished is
+            // recorded, then the process ends as the signal would have ended it.
+            let stop = RunStop()
+            let signals = StoppingSignals.install { number in stop.caught(number) }
+            defer { signals.cancel() }
             if input.domainsFile != nil {
-                try await runSpooled(console: console)
+                try await runSpooled(console: console, stop: stop)
                 return
             }
             let loaded = try input.loadOrExit(console: console)
@@ -49,7 +54,7 @@ extension AASAFetchCommand {
             // `both`, the CDN fetches compared with the origin's, host by host.
             let (routed, comparison) = RoutedRun.split(plan, route: routing.route)
             let source = PlanSource(plan: routed, comparison: comparison, labelsCDN: routing.route == .cdn)
-            try await runStreaming(source: source, settled: loaded.settled, region: region, console: console) { store, now throws(CommandFailure) in
+            try await runStreaming(source: source, settled: loaded.settled, region: region, console: console, stop: stop) { store, now throws(CommandFailure) in
                 try await StoreSession.registerInChunks(plan: routed, appIDs: loaded.appIDs, in: store, now: now)
             }
         }
@@ -58,7 +63,7 @@ extension AASAFetchCommand {
         /// into a temporary database, hosts are registered, fetched, judged and printed a page at a
         /// time, and the entries section is read back from it; the spool is deleted at the end, on
         /// failure and on SIGINT/SIGTERM/SIGHUP.
-        private func runSpooled(console: Console) async throws {
+        private func runSpooled(console: Console, stop: RunStop) async throws {
             let region = input.effectiveRegion
             let spool: RunSpool
             do {
@@ -66,11 +71,8 @@ extension AASAFetchCommand {
             } catch {
                 throw CommandFailure(code: error.code, message: error.message)
             }
-            let signals = SpoolCleanup.install(spool)
-            defer {
-                signals.cancel()
-                spool.remove()
-            }
+            stop.removeOnStop(spool.directory)
+            defer { spool.remove() }
             let settled: InputOptions.Settled
             let source: SpoolSource
             do {
@@ -79,7 +81,7 @@ extension AASAFetchCommand {
             } catch {
                 throw CommandFailure(spool: error)
             }
-            try await runStreaming(source: source, settled: settled, region: region, console: console) { store, now throws(CommandFailure) in
+            try await runStreaming(source: source, settled: settled, region: region, console: console, stop: stop) { store, now throws(CommandFailure) in
                 try await StoreSession.registerInChunks(spool: spool, route: routing.route, appIDs: settled.appIDs, in: store, now: now)
             }
         }
@@ -87,7 +89,7 @@ extension AASAFetchCommand {
         /// Every run, streamed: opens the store and registers the run's hosts with
         /// `register`, fetches, judges, prints and records each host, and sets the exit status.
         private func runStreaming(
-            source: any RunSource, settled: InputOptions.Settled, region: String?, console: Console,
+            source: any RunSource, settled: InputOptions.Settled, region: String?, console: Console, stop: RunStop,
             register: (any AssociationStore, Date) async throws(CommandFailure) -> Void
         ) async throws {
             // A record per host: standard output is written in blocks (not on a terminal).
@@ -115,10 +117,16 @@ extension AASAFetchCommand {
             let progress = ProgressReporter(total: hosts, quiet: quiet, console: console)
             let streaming = StreamingRun(
                 source: source, fetcher: fetcher, settled: settled, region: region, format: output.format,
-                console: console, store: recordIn, progress: progress
+                console: console, store: recordIn, progress: progress, stopped: { stop.signal != nil }
             )
-            let (summary, failure) = await streaming.run()
+            // On a task of its own, so that a signal can cancel it; the run is handed over whole.
+            let handover = Handover(streaming)
+            let running = Task { await handover.value.run() }
+            stop.cancelOnStop(running)
+            let (summary, failure) = await running.value
             await clients.shutdown()
+            // Stopped by a signal: what finished is recorded; end as the signal would have.
+            if let number = stop.signal { stop.end(number) }
             if let failure { throw failure }
             // An error about the app itself (`--app`: a profile that refuses a domain, signatures
             // that disagree) fails the run as an entry that fails does: the device would refuse.
@@ -127,18 +135,64 @@ extension AASAFetchCommand {
     }
 }
 
-/// The stopping signals (``StoppingSignals``) during a spooled run delete the spool before the
-/// process ends (as the signal would have ended it, exit 128 + signal). The folder is unlinked
-/// without waiting for the database (a write may be under way); the process ends at once.
-enum SpoolCleanup {
-    static func install(_ spool: RunSpool) -> StoppingSignals.Installed {
-        let directory = spool.directory
-        return StoppingSignals.install { number in
-            try? FileManager.default.removeItem(atPath: directory)
-            // What was judged reaches the reader, as if standard output were not buffered.
-            StandardStreams.flushOutputIfIdle()
-            _exit(128 + number)
+/// A value built on one task and handed to another, which alone uses it from then on (the
+/// streaming run holds its source, a class that is not `Sendable`, and nothing else touches it
+/// once its task starts).
+private final class Handover<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// A fetch run's answer to the stopping signals (``StoppingSignals``). While the downloads run,
+/// the first signal cancels them: nothing new starts, what finished is judged, printed and
+/// recorded (``StreamingRun`` then skips its closing summary), and the process ends as the signal
+/// would have ended it (``end(_:)``). Before the downloads start, or at a second signal, the
+/// process ends at once. Either way the run spool is deleted (the folder is unlinked without
+/// waiting for the database: a write may be under way).
+final class RunStop: Sendable {
+    private struct State {
+        var signal: Int32?
+        var running: Task<(summary: RunSummary?, failure: CommandFailure?), Never>?
+        var spool: String?
+    }
+
+    private let state = Mutex(State())
+
+    /// The first signal caught, if any.
+    var signal: Int32? { state.withLock { $0.signal } }
+
+    /// The run spool to delete when the process ends on a signal.
+    func removeOnStop(_ directory: String) {
+        state.withLock { $0.spool = directory }
+    }
+
+    /// The downloads a signal cancels; when one came already, they are cancelled at once.
+    func cancelOnStop(_ task: Task<(summary: RunSummary?, failure: CommandFailure?), Never>) {
+        let cancelNow = state.withLock { state -> Bool in
+            state.running = task
+            return state.signal != nil
         }
+        if cancelNow { task.cancel() }
+    }
+
+    /// Called for each signal (on a global queue).
+    func caught(_ number: Int32) {
+        let (first, running) = state.withLock { state -> (Bool, Task<(summary: RunSummary?, failure: CommandFailure?), Never>?) in
+            let first = state.signal == nil
+            if first { state.signal = number }
+            return (first, state.running)
+        }
+        guard first, let running else { end(number) }
+        running.cancel()
+    }
+
+    /// Deletes the spool, writes what was judged and ends the process with exit 128 + `number`,
+    /// as a shell reports a process the signal ended.
+    func end(_ number: Int32) -> Never {
+        if let spool = state.withLock({ $0.spool }) { try? FileManager.default.removeItem(atPath: spool) }
+        // What was judged reaches the reader, as if standard output were not buffered.
+        StandardStreams.flushOutputIfIdle()
+        _exit(128 + number)
     }
 }
 

@@ -19,6 +19,9 @@ struct StreamingRun {
     /// Where to record (the plan's hosts are registered there already); `nil` records nothing.
     let store: (any AssociationStore)?
     let progress: ProgressReporter
+    /// Whether a stopping signal ended the run: what finished is recorded, and the closing
+    /// summary (which would count the hosts never fetched) is not written.
+    var stopped: @Sendable () -> Bool = { false }
 
     /// Results recorded per store transaction.
     static let recordBatch = 256
@@ -121,6 +124,7 @@ struct StreamingRun {
         await awaitWrite()
         progress.finish()
         if let spoolFailure { return (nil, spoolFailure) }
+        if self.stopped() { return (nil, storeFailure) }
 
         do {
             let summary = AssociationJudge.summary(

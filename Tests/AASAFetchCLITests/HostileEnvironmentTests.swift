@@ -811,6 +811,53 @@ struct HostileEnvironmentTests {
         #expect(written.standardError.contains("aasa-fetch: store-full: "), "\(written.standardError)")
     }
 
+    // MARK: - Stopping signals
+
+    /// SIGTERM, SIGINT or SIGHUP while a host still downloads: the hosts that finished are printed
+    /// and recorded, the one under way is not, and the process ends as the signal would have ended
+    /// it (exit 128 + signal), with entries and with a list. Finished results were dropped: an
+    /// entries run had no handler, and a list run ended at once.
+    @Test(arguments: [(false, SIGTERM), (true, SIGTERM), (false, SIGINT), (true, SIGHUP)])
+    func aStoppedRunRecordsWhatFinished(list: Bool, signal: Int32) async throws {
+        let (server, ca) = try await Self.server(hosts: ["slow.fault.test": .neverAnswer])
+        defer { server.stop() }
+        let work = try Self.folder("stopped")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let cache = work.appendingPathComponent("cache").path
+        let hosts = ["a.fault.test", "b.fault.test", "slow.fault.test"]
+        var input = hosts.flatMap { ["--domain", "applinks:\($0)"] }
+        if list {
+            let file = work.appendingPathComponent("list.txt")
+            try Data(hosts.joined(separator: "\n").utf8).write(to: file)
+            input = ["--domains", file.path]
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
+        process.arguments = input + Self.network(server, ca).filter { $0 != "--quiet" } + ["--cache", cache, "--no-config"]
+        process.environment = ChildProcess.inheritedEnvironment.merging(["NO_COLOR": "1", "TMPDIR": work.path]) { _, new in new }
+        let output = work.appendingPathComponent("stdout.txt")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let asked = await waitUntil(timeout: .seconds(20)) { Set(server.requests().compactMap(\.sni)).isSuperset(of: hosts) }
+        #expect(asked, "\(server.requests().map { "\($0.event) \($0.sni ?? "-") \($0.host ?? "-")" })")
+        try await Task.sleep(for: .milliseconds(500))
+        kill(process.processIdentifier, signal)
+        #expect(ChildProcess.waitForExit(process, timeout: .seconds(20)))
+        #expect(process.terminationStatus == 128 + signal, "\(process.terminationReason) \(process.terminationStatus)")
+        let printed = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        #expect(printed.contains("a.fault.test") && printed.contains("b.fault.test"), "\(printed)")
+        let stored = try Self.storedCodes(cache)
+        #expect(stored["a.fault.test"] == "ok" && stored["b.fault.test"] == "ok", "\(stored)")
+        #expect(stored["slow.fault.test"] == .some(nil), "\(stored)")
+        // The spool is gone.
+        let left = try FileManager.default.contentsOfDirectory(atPath: work.path).filter { $0.hasPrefix("aasa-fetch-spool") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
     // MARK: - TMPDIR
 
     /// The run spool in a `TMPDIR` that is missing or not writable: `spool-error`, exit 2, nothing
