@@ -298,8 +298,12 @@ extension AASAFetchCommand.Refresh {
     /// another process took them over (every human and JSON report of a pass says it the same way).
     static func warnLeaseLost(_ report: RefreshReport, console: Console) {
         guard !report.leaseLost.isEmpty else { return }
-        let hosts = report.leaseLost.map(\.description).joined(separator: ", ")
-        console.diagnostic("lease-lost", "\(Plural.count(report.leaseLost.count, "host was", "hosts were")) taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): \(hosts)")
+        console.diagnostic("lease-lost", "\(leaseLostText(report)) (if leases lapse, raise --lease): \(report.leaseLost.map(\.description).joined(separator: ", "))")
+    }
+
+    /// What `lease-lost` says, on standard error and in the CI formats alike.
+    static func leaseLostText(_ report: RefreshReport) -> String {
+        "\(Plural.count(report.leaseLost.count, "host was", "hosts were")) recorded by another process meanwhile (a run, or a refresh that took over after this one's lease lapsed); their results were not recorded, the newer ones stand"
     }
 
     /// The note of a stopped pass on the hosts it abandoned in flight (their leases released).

@@ -352,7 +352,7 @@ struct PostgresWorkerTests {
         held.releaseDownloads()
         let result = refresh.finish(timeout: .seconds(60))
         #expect(result.status == 0, "the newer results stand; nothing is broken: \(result.stderr)")
-        #expect(result.stderr.contains("aasa-fetch: lease-lost: 6 hosts were taken over by another process after this one's lease lapsed; their results were not recorded, the newer ones stand (raise --lease): "),
+        #expect(result.stderr.contains("aasa-fetch: lease-lost: 6 hosts were recorded by another process meanwhile (a run, or a refresh that took over after this one's lease lapsed); their results were not recorded, the newer ones stand (if leases lapse, raise --lease): "),
                 "stderr: \(result.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         #expect((report?["leaseLost"] as? [String])?.sorted() == held.hosts.sorted(), "\(result.stdout)")

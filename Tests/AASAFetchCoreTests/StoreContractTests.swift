@@ -68,6 +68,7 @@ enum StoreContract {
         ("leases are exclusive and are taken over after expiry", leasesExpire),
         ("recording releases the lease; release frees abandoned hosts", recordReleases),
         ("a lapsed lease taken over is not recorded over the newer result", lostLease),
+        ("a leased result judged before a run recorded the host is not recorded", recordedMeanwhile),
         ("a download recorded again is recorded once and is not a lost lease", recordedAgain),
         ("forget removes host, entries and history", forget),
         ("registering again keeps state; nextDue", registerAgain),
@@ -191,6 +192,28 @@ enum StoreContract {
         #expect(try await store.record(late, owner: nil) == .recorded)
         #expect(try await store.record(try update(RefreshPolicyTests.failure("timeout"), host: "gone.example", previous: nil, now: t0),
                                        owner: nil) == .hostMissing)
+    }
+
+    /// A refresh leased a host, and a recording run (no lease) fetched and recorded it meanwhile:
+    /// the refresh's result was judged against the state before, so it is not recorded (its
+    /// `approved (first approved file)` came a second time, with its notification), and the
+    /// run's result stands.
+    static func recordedMeanwhile(_ fixture: ContractStore) async throws {
+        let store = fixture.store
+        try await register(store, [("example.com", 0)])
+        let claim = try await store.claimDue(now: t0, limit: 10, leaseSeconds: 600, owner: "refresh")
+        let run = try update(RefreshPolicyTests.approved(RefreshPolicyTests.good), previous: nil, now: t0.addingTimeInterval(1.5))
+        #expect(try await store.record(run, owner: nil) == .recorded)
+        let late = try update(RefreshPolicyTests.approved(RefreshPolicyTests.good), previous: claim.hosts.first, now: t0.addingTimeInterval(2.25))
+        #expect(!late.events.isEmpty, "judged against the state before the run")
+        #expect(try await store.record(late, owner: "refresh") == .leaseLost(owner: nil))
+        #expect(try await store.history(of: key("example.com"), limit: 10).map(\.kind) == [.approved])
+        // Judged against the stored state, the same lease records.
+        let fresh = try #require(try await store.states(of: [key("example.com")])[key("example.com")])
+        let again = try await store.claimDue(now: t0.addingTimeInterval(3 * 86400), limit: 10, leaseSeconds: 600, owner: "refresh")
+        #expect(again.hosts.map(\.key.host) == ["example.com"])
+        let current = try update(RefreshPolicyTests.failure("timeout"), previous: again.hosts.first ?? fresh, now: t0.addingTimeInterval(3 * 86400 + 1))
+        #expect(try await store.record(current, owner: "refresh") == .recorded)
     }
 
     /// A batch recorded again after its first answer was lost (an outage in the middle of the

@@ -15,8 +15,8 @@ enum RefreshCI {
         if !report.leaseLost.isEmpty {
             loose.append(CIProblem(
                 code: "lease-lost", severity: .warning,
-                message: "\(Plural.count(report.leaseLost.count, "host was", "hosts were")) taken over by another process after this one's lease lapsed; their results were not recorded: \(report.leaseLost.map(\.description).joined(separator: ", "))",
-                fix: "raise --lease", location: CILocation()))
+                message: "\(AASAFetchCommand.Refresh.leaseLostText(report)): \(report.leaseLost.map(\.description).joined(separator: ", "))",
+                fix: "if leases lapse, raise --lease", location: CILocation()))
         }
         if report.abandoned > 0 {
             loose.append(CIProblem(

@@ -311,7 +311,10 @@ public struct PostgresAssociationStore: AssociationStore {
         if let owner {
             // Only while the caller still holds the lease; recording releases it.
             assignments += ", lease_owner = NULL, lease_expires = NULL"
-            condition += " AND lease_owner = \(parameter(owner))"
+            // And while nobody recorded the host since it was judged (to the millisecond).
+            let judged = parameter(update.judgedAgainst.map(Self.time))
+            condition += " AND lease_owner = \(parameter(owner)) AND (CASE WHEN \(judged)::float8 IS NULL THEN fetched_at IS NULL"
+                + " ELSE abs(extract(epoch FROM fetched_at) - \(judged)::float8) < 0.001 END)"
         }
         let sql = "UPDATE hosts SET \(assignments) WHERE \(condition)"
         let values = parameters
@@ -333,7 +336,15 @@ public struct PostgresAssociationStore: AssociationStore {
                 // answer was lost (a COMMIT whose reply never came, a batch recorded again after
                 // an outage), so it is not another process's result.
                 if row.count > 1, row[1] == "t" { return .recorded }
-                return .leaseLost(owner: row.first ?? nil)
+                let holder = row.first ?? nil
+                if let owner, holder == owner {
+                    // Still this caller's lease, but a run recorded the host since it was judged:
+                    // its result stands, and the lease goes.
+                    try tx.execute("UPDATE hosts SET lease_owner = NULL, lease_expires = NULL WHERE host = $1 AND route = $2 AND lease_owner = $3",
+                                   [key.host, key.route.rawValue, owner])
+                    return .leaseLost(owner: nil)
+                }
+                return .leaseLost(owner: holder)
             }
             try Self.insert(events, tx)
             if let version {

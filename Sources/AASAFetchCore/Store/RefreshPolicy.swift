@@ -145,10 +145,12 @@ public struct RefreshPolicy: Sendable, Hashable {
                 validators.etag = validators.etag ?? kept.etag
                 validators.lastModified = validators.lastModified ?? kept.lastModified
             }
-            return HostUpdate(
+            var update = HostUpdate(
                 key: key, result: stored, approvedBody: body, validators: validators, consecutiveFailures: 0,
                 nextCheck: now.addingTimeInterval(approvedLifetime(headers: result.headers)), outcome: outcome, events: events
             )
+            update.judgedAgainst = previous?.lastResult?.fetchedAt
+            return update
         case .transient, .denied:
             // Saturating: the count read from a store can be anything (a tampered file).
             let failures = min(max(previous?.consecutiveFailures ?? 0, 0), Int.max - 1) + 1
@@ -158,10 +160,12 @@ public struct RefreshPolicy: Sendable, Hashable {
             } else if previousCode != result.code {
                 event(.failed, detail)
             }
-            return HostUpdate(
+            var update = HostUpdate(
                 key: key, result: stored, approvedBody: nil, validators: nil, consecutiveFailures: failures,
                 nextCheck: now.addingTimeInterval(failureDelay(outcome, consecutiveFailures: failures)), outcome: outcome, events: events
             )
+            update.judgedAgainst = previous?.lastResult?.fetchedAt
+            return update
         }
     }
 }

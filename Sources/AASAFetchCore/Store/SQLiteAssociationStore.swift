@@ -387,7 +387,9 @@ public struct SQLiteAssociationStore: AssociationStore {
         if variant & 4 != 0 {
             // Only while the caller still holds the lease; recording releases it.
             assignments += ", lease_owner = NULL, lease_expires = NULL"
-            condition += " AND lease_owner = ?"
+            // And while nobody recorded the host since it was judged (to the millisecond: a
+            // fetch time read back through `Date` may differ in its last bits).
+            condition += " AND lease_owner = ? AND (CASE WHEN ? IS NULL THEN fetched_at IS NULL ELSE abs(fetched_at - ?) < 0.001 END)"
         }
         return "UPDATE hosts SET \(assignments) WHERE \(condition)"
     }
@@ -411,7 +413,8 @@ public struct SQLiteAssociationStore: AssociationStore {
         }
         arguments += [update.key.host, update.key.route.rawValue]
         if let owner {
-            arguments += [owner]
+            let judged = update.judgedAgainst?.timeIntervalSince1970
+            arguments += [owner, judged, judged]
         }
         let variant = recordVariant(approved: update.approvedBody != nil, validators: update.validators != nil, leased: owner != nil)
         try db.cachedStatement(sql: recordSQL[variant]).execute(arguments: arguments)
@@ -423,7 +426,15 @@ public struct SQLiteAssociationStore: AssociationStore {
             // This very download is the stored one: an earlier call recorded it (see RecordResult.recorded).
             let same: Bool? = current["same"]
             if same == true { return .recorded }
-            return .leaseLost(owner: current["lease_owner"])
+            let holder: String? = try current.value("lease_owner")
+            if let owner, holder == owner {
+                // Still this caller's lease, but a run recorded the host since it was judged: its
+                // result stands, and the lease goes.
+                try db.execute(sql: "UPDATE hosts SET lease_owner = NULL, lease_expires = NULL WHERE host = ? AND route = ? AND lease_owner = ?",
+                               arguments: [update.key.host, update.key.route.rawValue, owner])
+                return .leaseLost(owner: nil)
+            }
+            return .leaseLost(owner: holder)
         }
         try Self.insert(update.events, db)
         if let approved = update.approvedBody {

@@ -352,6 +352,12 @@ public struct HostUpdate: Sendable, Hashable {
     /// Notifications to queue for delivery (`refresh --notify`), in the same transaction as the
     /// history, so a change recorded is a change notified; empty without `--notify`.
     public var notifications: [NotificationEvent] = []
+    /// The stored fetch time the update was judged against (`nil`: never fetched). A leased
+    /// record (``AssociationStore/record(_:owner:)`` with an owner) is written only while the
+    /// host's fetch time is still that one: a recording run that recorded the host meanwhile made
+    /// the judgement stale (its events would come twice), and its result stands (`leaseLost` with
+    /// no owner).
+    public var judgedAgainst: Date?
 
     /// Creates an update.
     public init(
