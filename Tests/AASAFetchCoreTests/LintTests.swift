@@ -62,6 +62,10 @@ struct LintTests {
         // App IDs.
         Case(paths(#""*""#).replacingOccurrences(of: app, with: "YOUR_TEAM_ID.com.example.app"), "app-id-placeholder", "/applinks/details/0/appID"),
         Case(paths(#""*""#).replacingOccurrences(of: app, with: "TEAM_ID.com.example.app"), "app-id-placeholder", "/applinks/details/0/appID"),
+        Case(paths(#""*""#).replacingOccurrences(of: app, with: "TEAMID.com.example.app"), "app-id-placeholder", "/applinks/details/0/appID"),
+        Case(paths(#""*""#).replacingOccurrences(of: app, with: "ABCDE12345.com.yourcompany.yourapp"), "app-id-placeholder", "/applinks/details/0/appID"),
+        // Apple's bundle IDs hold letters, digits, '-' and '.': fetch called `_` malformed, lint let it pass.
+        Case(paths(#""*""#).replacingOccurrences(of: app, with: "ABCDE12345.com.my_app"), "app-id-invalid", "/applinks/details/0/appID"),
         Case(paths(#""*""#).replacingOccurrences(of: app, with: "$(TeamIdentifierPrefix)com.example.app"), "app-id-placeholder", "/applinks/details/0/appID"),
         Case(paths(#""*""#).replacingOccurrences(of: app, with: "com.example.app"), "app-id-missing-prefix", "/applinks/details/0/appID"),
         Case(paths(#""*""#).replacingOccurrences(of: app, with: "ABCDE1234.com.example.app"), "app-id-invalid", "/applinks/details/0/appID"),
@@ -241,5 +245,18 @@ struct LintTests {
         // Suggestions for the first 64 names only.
         #expect(named.prefix(64).allSatisfy { $0.message.contains("did you mean") }, "\(named.first?.message ?? "")")
         #expect(named.dropFirst(64).allSatisfy { !$0.message.contains("did you mean") })
+    }
+
+    /// Real app IDs that hold a placeholder word as part of a name are not placeholders (`todo`,
+    /// `todolist`, `somePrefix` were errors); an unknown top-level key is ignored whatever it
+    /// holds (a string was an error asking for an "apps" array).
+    @Test func realNamesAndUnknownKeysAreNotErrors() {
+        for id in ["ABCDE12345.com.example.todo", "ABCDE12345.com.example.todolist", "ABCDE12345.com.somePrefix.app", "ABCDE12345.com.fixme-tools.app"] {
+            let findings = AASALinter.lint(Array(Self.paths(#""*""#).replacingOccurrences(of: Self.app, with: id).utf8))
+            #expect(!findings.contains { $0.severity == .error }, "\(id): \(findings.map(\.code))")
+        }
+        let comment = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/a"}]}]},"comment":"managed by ops","version":2}"#
+        let findings = AASALinter.lint(Array(comment.utf8))
+        #expect(findings.map(\.code).sorted() == ["unknown-service", "unknown-service"], "\(findings.map(\.code))")
     }
 }

@@ -172,6 +172,8 @@ struct DecodeContext {
                         location: pointer,
                         fix: suggestion.map { "Rename the key to \"\($0)\"." }
                             ?? "Remove it, or use applinks, webcredentials, activitycontinuation, appclips or authsrv."))
+                // Devices ignore it whatever it holds (`"comment": "managed by ops"`): no type to check.
+                continue
             }
             if service == .applinks {
                 guard member.value.objectMembers != nil else {

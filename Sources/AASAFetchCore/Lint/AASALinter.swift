@@ -491,11 +491,25 @@ struct Linter {
         }
     }
 
-    /// Upper-case fragments that mark an app ID as a template placeholder.
+    /// Upper-case fragments that mark an app ID as a template placeholder wherever they occur
+    /// (none can be part of a real app ID).
     static let placeholderMarkers: [(text: String, bytes: [UInt8])] = [
-        "TEAM_ID", "TEAMID", "TEAM ID", "TEAM-ID", "YOUR_", "YOUR-", "YOURAPP", "TODO", "FIXME", "XXXXXXXXXX", "PLACEHOLDER",
-        "${", "$(", "{{", "<", ">", "%", "PREFIX.", "BUNDLE_ID", "BUNDLEID", "BUNDLE IDENTIFIER",
+        "TEAM_ID", "TEAM ID", "TEAM-ID", "YOUR_", "BUNDLE_ID", "BUNDLE IDENTIFIER", "${", "$(", "{{", "<", ">", "%",
     ].map { ($0, Array($0.utf8)) }
+    /// Upper-case words that mark an app ID as a placeholder only as its whole prefix (the Team ID's
+    /// place: `TEAMID.com.example.app`, `XXXXXXXXXX.…`).
+    static let placeholderPrefixes: Set<String> = ["TEAMID", "TODO", "FIXME", "PLACEHOLDER", "PREFIX", "XXXXXXXXXX", "YOURTEAMID", "APPIDPREFIX"]
+    /// Upper-case words that mark an app ID as a placeholder only as a whole segment of its bundle
+    /// ID (`com.yourcompany.yourapp`); `todo` or `todolist` are apps' names too.
+    static let placeholderSegments: Set<String> = ["YOURAPP", "YOURCOMPANY", "YOURAPPNAME", "PLACEHOLDER", "BUNDLEID"]
+
+    /// The placeholder marker `upper` (an app ID in upper case) holds, if any.
+    static func placeholder(in upper: [UInt8]) -> String? {
+        if let marker = placeholderMarkers.first(where: { contains(upper, $0.bytes) }) { return marker.text }
+        let segments = upper.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        if let prefix = segments.first, placeholderPrefixes.contains(prefix) { return prefix }
+        return segments.dropFirst().first { placeholderSegments.contains($0) }
+    }
 
     /// Whether `needle` occurs in `haystack`.
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
@@ -510,7 +524,7 @@ struct Linter {
     /// Checks the shape `PREFIX.bundle.id` (prefix: 10 upper-case letters or digits).
     mutating func checkAppID(_ id: String, at pointer: String) {
         let upper = id.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }
-        if let marker = Self.placeholderMarkers.first(where: { Self.contains(upper, $0.bytes) })?.text {
+        if let marker = Self.placeholder(in: upper) {
             add(
                 "app-id-placeholder", .error, "app ID \"\(id)\" is a template placeholder (contains \"\(marker)\"), not a real app ID",
                 at: pointer, fix: "Replace it with the app's ID: its 10-character App ID prefix (Team ID), a dot and its bundle ID.")
@@ -551,7 +565,7 @@ struct Linter {
         }
         let bundleSegments = bundle.split(separator: ".", omittingEmptySubsequences: false)
         let bundleOK = parts.count >= 2 && !bundleSegments.contains { $0.isEmpty }
-            && bundle.unicodeScalars.allSatisfy { isAlnum($0) || $0 == "-" || $0 == "." || $0 == "_" }
+            && bundle.unicodeScalars.allSatisfy { isAlnum($0) || $0 == "-" || $0 == "." }
         if !bundleOK {
             add(
                 "app-id-invalid", .error,
