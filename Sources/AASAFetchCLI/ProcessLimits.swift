@@ -221,16 +221,19 @@ enum ProcessLimits {
         started.reserveCapacity(cap)
         var otherError = false
         while started.count < cap {
-            var attributes = pthread_attr_t()
-            pthread_attr_init(&attributes)
-            pthread_attr_setstack(&attributes, stacks + started.count * probeStack, probeStack)
+            // Allocated, not `pthread_attr_t()`: which module's initializer that is depends on
+            // the order the compiler meets the C headers (CCurl's shim includes pthread.h too).
+            let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+            defer { attributes.deallocate() }
+            pthread_attr_init(attributes)
+            pthread_attr_setstack(attributes, stacks + started.count * probeStack, probeStack)
             var thread = pthread_t()
-            let error = pthread_create(&thread, &attributes, { end in
+            let error = pthread_create(&thread, attributes, { end in
                 var byte: UInt8 = 0
                 _ = read(Int32(Int(bitPattern: end)), &byte, 1)  // until the write end is closed
                 return nil
             }, UnsafeMutableRawPointer(bitPattern: Int(ends[0])))
-            pthread_attr_destroy(&attributes)
+            pthread_attr_destroy(attributes)
             guard error == 0 else {
                 otherError = error != EAGAIN
                 break
