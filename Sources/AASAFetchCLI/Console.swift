@@ -159,19 +159,42 @@ public struct Console: Sendable {
     private static let marker = "\u{E000}\(UInt64.random(in: 1...UInt64.max))\u{E001}"
 
     /// A human line: escaped, with the markers of ``paint(_:_:)`` turned into colours.
+    ///
+    /// The markers are found in the UTF-8 bytes, not in `Character`s: a character is a grapheme
+    /// cluster, so text from outside that ends in a prepend mark (U+0600) or starts with a
+    /// combining one (U+0301) would merge with a marker or its `m`, and the marker's raw text and
+    /// a stray `0m` were printed, or the colour left on.
     static func human(_ line: String) -> String {
-        guard line.contains(marker) else { return TerminalText.escaped(line) }
-        var parts = line.components(separatedBy: marker)[...]
-        var result = TerminalText.escaped(parts.removeFirst())
-        for part in parts {
-            if let end = part.firstIndex(of: "m"), ANSIColor.parameters.contains(String(part[..<end])) {
-                result += "\u{1B}[\(part[..<end])m" + TerminalText.escaped(String(part[part.index(after: end)...]))
+        let bytes = Array(line.utf8)
+        let needle = markerBytes
+        var pieces: [ArraySlice<UInt8>] = []
+        var start = 0
+        var index = 0
+        while index + needle.count <= bytes.count {
+            if bytes[index] == needle[0], bytes[index..<(index + needle.count)].elementsEqual(needle) {
+                pieces.append(bytes[start..<index])
+                index += needle.count
+                start = index
             } else {
-                result += TerminalText.escaped(part)
+                index += 1
+            }
+        }
+        guard !pieces.isEmpty else { return TerminalText.escaped(line) }
+        pieces.append(bytes[start...])
+        var result = TerminalText.escaped(String(decoding: pieces[0], as: UTF8.self))
+        for piece in pieces.dropFirst() {
+            if let end = piece.firstIndex(of: UInt8(ascii: "m")),
+               ANSIColor.parameters.contains(String(decoding: piece[piece.startIndex..<end], as: UTF8.self)) {
+                result += "\u{1B}[" + String(decoding: piece[piece.startIndex..<end], as: UTF8.self) + "m"
+                    + TerminalText.escaped(String(decoding: piece[(end + 1)...], as: UTF8.self))
+            } else {
+                result += TerminalText.escaped(String(decoding: piece, as: UTF8.self))
             }
         }
         return result
     }
+
+    private static let markerBytes = Array(marker.utf8)
 }
 
 /// ANSI colours used in human output.

@@ -22,4 +22,14 @@ struct TerminalTextTests {
         let plain = Console(colors: false)
         #expect(Console.human(plain.paint("ok", .green) + " \u{1B}[2J") == "ok \\x1B[2J")
     }
+
+    /// Text from outside next to a marker cannot merge with it: a prepend mark (U+0600) at the
+    /// end of painted text, or a combining mark (U+0301) at its start, made one grapheme with the
+    /// marker or its `m`, and the marker's raw text or a stray `1m` was printed, the colour left on.
+    @Test func markersSurviveNeighbouringMarks() {
+        let colored = Console(colors: true)
+        #expect(Console.human(colored.paint("app\u{0600}", .dim)) == "\u{1B}[2mapp\u{0600}\u{1B}[0m")
+        #expect(Console.human(colored.paint("\u{0301}x.json", .bold)) == "\u{1B}[1m\u{0301}x.json\u{1B}[0m")
+        #expect(Console.human("a" + colored.paint("\u{0600}", .red) + "\u{0301}b") == "a\u{1B}[31m\u{0600}\u{1B}[0m\u{0301}b")
+    }
 }
