@@ -52,8 +52,8 @@ extension AASAFetchCommand {
         }
 
         /// Rewrites the progress line on standard error (a terminal); `nil` clears it.
-        private static func progress(_ line: String?) {
-            FileHandle.standardError.write(Data("\r\u{1B}[K\(line ?? "")".utf8))
+        private static func progress(_ line: String?, console: Console) {
+            console.errControl("\r\u{1B}[K" + (line.map { ProgressLine.fitted($0) } ?? ""))
         }
 
         func run() async throws {
@@ -71,13 +71,13 @@ extension AASAFetchCommand {
             let clients = RouteClients(options: options, usesCDN: routing.route != .origin)
             let diagnoser = Diagnoser(transport: clients.origin, cdnTransport: clients.cdn, options: options,
                                       route: routing.route, cdnBase: routing.cdnBase)
-            let progress = console.stderrIsTerminal && !input.quiet && entries.count > 1
+            let progress = ProgressLine.enabled(console: console, quiet: input.quiet) && entries.count > 1
             var diagnoses: [Diagnosis] = []
             for (position, entry) in entries.enumerated() {
-                if progress { Self.progress("\(position + 1)/\(entries.count) diagnosing \(entry.host ?? "an entry")") }
+                if progress { Self.progress("\(position + 1)/\(entries.count) diagnosing \(entry.host ?? "an entry")", console: console) }
                 diagnoses.append(await diagnoser.diagnose(entry, appIDs: loaded.appIDs))
             }
-            if progress { Self.progress(nil) }
+            if progress { Self.progress(nil, console: console) }
             await clients.shutdown()
 
             let report = DiagnosisReport(appIDs: loaded.appIDs, appIDSource: loaded.appIDSource, route: routing.route,

@@ -135,6 +135,30 @@ extension AASAFetchCommand {
     }
 }
 
+/// A progress line on standard error, rewritten in place (`\r`, erase to the end of the line).
+enum ProgressLine {
+    /// Whether to draw one: standard error is a terminal that takes cursor control (not
+    /// `TERM=dumb`) and the run is not `--quiet`.
+    static func enabled(console: Console, quiet: Bool) -> Bool {
+        !quiet && console.stderrIsTerminal && ProcessInfo.processInfo.environment["TERM"] != "dumb"
+    }
+
+    /// `line` escaped and cut to one row of the terminal: a line that wraps cannot be rewritten
+    /// in place (`\r` goes back to the start of its last row only), so each redraw left a copy.
+    static func fitted(_ line: String, width: Int? = terminalWidth()) -> String {
+        let escaped = TerminalText.escaped(line)
+        guard let width, width > 1, escaped.count >= width else { return escaped }
+        return String(escaped.prefix(width - 2)) + "…"
+    }
+
+    /// The columns of the terminal on standard error, when it says.
+    static func terminalWidth() -> Int? {
+        var size = winsize()
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
+    }
+}
+
 /// A value built on one task and handed to another, which alone uses it from then on (the
 /// streaming run holds its source, a class that is not `Sendable`, and nothing else touches it
 /// once its task starts).
@@ -237,7 +261,7 @@ final class ProgressReporter: Sendable {
 
     /// A progress reporter for a console: enabled when standard error is a terminal and `quiet` is not set.
     convenience init(total: Int, quiet: Bool, console: Console) {
-        self.init(total: total, enabled: !quiet && console.stderrIsTerminal && total > 1,
+        self.init(total: total, enabled: ProgressLine.enabled(console: console, quiet: quiet) && total > 1,
                   sharesTerminal: console.stdoutSharesTerminalWithStderr)
     }
 
@@ -285,7 +309,7 @@ final class ProgressReporter: Sendable {
 
     private func draw(_ state: inout State) {
         guard let line = state.line, !state.finished, !sharesTerminal || state.outputAtLineStart else { return }
-        write("\r\u{1B}[K" + TerminalText.escaped(line))
+        write("\r\u{1B}[K" + ProgressLine.fitted(line))
         state.shown = true
     }
 

@@ -88,4 +88,16 @@ struct ProgressTerminalTests {
         progress.finish()
         #expect(screen.withLock { $0.count } == 9 && screen.withLock { $0.last } == "\r\u{1B}[K", "erased once at the end")
     }
+
+    /// The progress line fits one row of the terminal: a wider one wrapped, and each redraw (`\r`
+    /// goes back to the start of its last row only) left a copy of the first row on the screen.
+    @Test func theProgressLineFitsOneRow() {
+        let line = "9/120 hosts · 74.3/s · ETA 1s · tls-hostname-mismatch 3, tls-failure 3, connect-failure 3"
+        let fitted = ProgressLine.fitted(line, width: 80)
+        #expect(fitted.count == 79 && fitted.hasSuffix("…") && fitted.hasPrefix("9/120 hosts"), "\(fitted)")
+        #expect(ProgressLine.fitted("short", width: 80) == "short")
+        #expect(ProgressLine.fitted(line, width: nil) == line)
+        // Escaped first, then cut: an escape is never split into a raw control character.
+        #expect(ProgressLine.fitted("a\u{1B}[2J" + String(repeating: "x", count: 100), width: 10) == "a\\x1B[2J…")
+    }
 }
