@@ -21,6 +21,9 @@ struct CIFormatTests {
 
     @Test func gitHubEscapesDataAndPropertiesAsTheToolkitDoes() {
         #expect(GitHubWriter.escapeData("100% a\r\nb:c,d") == "100%25 a%0D%0Ab:c,d")
+        // Control characters from a server are escaped as in human output (the log viewer renders ANSI).
+        #expect(GitHubWriter.escapeData("x\u{1B}]8;;http://e\u{07}y\u{1B}[2J\u{9B}\u{202E}\tz") == "x\\x1B]8;;http://e\\x07y\\x1B[2J\\x9B\\u{202E}\\tz")
+        #expect(GitHubWriter.escapeProperty("a\u{1B}:b") == "a\\x1B%3Ab")
         #expect(GitHubWriter.escapeProperty("100% a\r\nb:c,d") == "100%25 a%0D%0Ab%3Ac%2Cd")
         // A message that tries to end the command and start another, and a file name with the separators.
         let hostile = CIProblem(

@@ -9,7 +9,9 @@ import Foundation
 struct GitHubWriter: CIWriter {
     let write: (String) -> Void
 
-    /// `%`, CR and LF as `%25`, `%0D`, `%0A` (the toolkit's `escapeData`).
+    /// `%`, CR and LF as `%25`, `%0D`, `%0A` (the toolkit's `escapeData`), and every other
+    /// control character as human output writes it (``TerminalText/escaped(_:)``): an ESC, OSC 8
+    /// link or bidi override from a server reached the log viewer, which renders ANSI sequences.
     static func escapeData(_ text: String) -> String {
         var result = ""
         result.reserveCapacity(text.utf8.count)
@@ -18,6 +20,7 @@ struct GitHubWriter: CIWriter {
             case "%": result += "%25"
             case "\r": result += "%0D"
             case "\n": result += "%0A"
+            case _ where TerminalText.isControl(scalar): result += TerminalText.escaped(String(scalar))
             default: result.unicodeScalars.append(scalar)
             }
         }
