@@ -403,8 +403,10 @@ struct CaseReply: Encodable {
                 var single = encoder.singleValueContainer()
                 try single.encode(bool)
             case .number(let number):
+                // Echoed as written: 12345678901234567890 came back as 1.2345678901234567e+19, and
+                // 1e400 (inf as a Double) ended the whole stream with internal-error.
                 var single = encoder.singleValueContainer()
-                if let integer = Int(number.text) { try single.encode(integer) } else { try single.encode(number.value) }
+                try single.encode(JSONNumberText(number.text))
             case .string(let string):
                 var single = encoder.singleValueContainer()
                 try single.encode(string)

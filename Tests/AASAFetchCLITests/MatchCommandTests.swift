@@ -40,6 +40,22 @@ struct MatchCommandTests {
         }
     }
 
+    /// An id is echoed as written, whatever number it is: 12345678901234567890123 came back as
+    /// 1.2345678901234568e+22, and `[1e400]` ended the stream with internal-error (exit 2), the
+    /// lines after it never answered.
+    @Test func idsAreEchoedAsWritten() throws {
+        let body = #""aasa": {"applinks": {"details": [{"appIDs": ["ABCDE12345.a.b"], "components": [{"/": "/x"}]}]}}, "domain": "example.com", "appId": "ABCDE12345.a.b", "url": "https://example.com/x""#
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("ids-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: input) }
+        try Data("{\"id\": 12345678901234567890123, \(body)}\n{\"id\": [1e400, -0.0, 1E+2], \(body)}\n{\"id\": 3, \(body)}\n".utf8).write(to: input)
+        let result = try ToolRunner.run(["match", "--cases", input.path])
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "\(result.stdout) \(result.stderr)")
+        #expect(lines.first == #"{"schemaVersion":1,"id":12345678901234567890123,"decision":"match","error":null}"#)
+        #expect(lines.dropFirst().first?.hasPrefix(#"{"schemaVersion":1,"id":[1e400,-0.0,1E+2],"#) == true, "\(lines)")
+        #expect(lines.last == #"{"schemaVersion":1,"id":3,"decision":"match","error":null}"#)
+    }
+
     /// A bad line gets an error answer and the others still get theirs.
     @Test func badLinesAreAnsweredWithAnError() throws {
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).jsonl")

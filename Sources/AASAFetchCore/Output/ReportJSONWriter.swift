@@ -25,6 +25,23 @@ public enum JSONSchemaVersion {
 ///   JavaScript; `/` is not escaped.
 /// - Pretty output: two spaces per level, `"key": value`, one member or element a line, empty
 ///   containers on one line; compact output: no whitespace at all (one line).
+/// A JSON number as its text (from ``JSONParser``, so valid JSON): ``ReportJSONWriter`` writes it
+/// unchanged; other encoders get the nearest `Double` (a string when it is not finite).
+public struct JSONNumberText: Encodable, Sendable, Hashable {
+    /// The number as written.
+    public let text: String
+
+    /// A number as written; it must be valid JSON number syntax.
+    public init(_ text: String) {
+        self.text = text
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var single = encoder.singleValueContainer()
+        if let value = Double(text), value.isFinite { try single.encode(value) } else { try single.encode(text) }
+    }
+}
+
 public struct ReportJSONWriter: Sendable {
     /// The layout.
     public enum Style: Sendable {
@@ -289,6 +306,11 @@ final class JSONByteSink {
             text = (value as! Data).base64EncodedString()
         } else if T.self == URL.self {
             text = (value as! URL).absoluteString
+        } else if T.self == JSONNumberText.self {
+            // A number read from JSON, written back as it was read (digits past Int64 or Double's
+            // precision, `1e400`, kept exactly).
+            if beginSingle(slot, id: id, codingPath: codingPath) { append((value as! JSONNumberText).text) }
+            return true
         } else if let dictionary = value as? any JSONStringKeyedDictionary {
             guard open(slot, id: id, as: .object, codingPath: codingPath) else { return true }
             do {
