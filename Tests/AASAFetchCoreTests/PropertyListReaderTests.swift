@@ -124,6 +124,24 @@ struct PropertyListReaderTests {
         }
     }
 
+    /// Unsigned integers past Int64.max keep their value (18446744073709551615 read as -1, and a
+    /// 16-byte binary one was "malformed"), and reals JSON cannot hold are written as strings
+    /// (`entitlements --json` failed with internal-error on `<real>nan</real>`).
+    @Test func unsignedIntegersAndNonFiniteRealsSurvive() throws {
+        let object: [String: Any] = ["big": NSNumber(value: UInt64.max), "small": NSNumber(value: -5), "nan": Double.nan, "inf": -Double.infinity]
+        for format in [PropertyListSerialization.PropertyListFormat.binary, .xml] {
+            let bytes = [UInt8](try PropertyListSerialization.data(fromPropertyList: object, format: format, options: 0))
+            guard case .dictionary(let values) = try PropertyListReader.decode(bytes) else {
+                Issue.record("not a dictionary")
+                continue
+            }
+            #expect(values["big"] == .unsigned(UInt64.max), "\(format): \(values["big"]?.description ?? "nil")")
+            #expect(values["small"] == .integer(-5))
+            let json = try ReportJSONWriter(style: .compact).string(PlistValue.dictionary(values))
+            #expect(json == #"{"big":18446744073709551615,"inf":"-inf","nan":"nan","small":-5}"#, "\(format): \(json)")
+        }
+    }
+
     /// Entitlements files and app parts report the limits with their codes.
     @Test func codesOfTheCallers() throws {
         for (bytes, code) in [(H.sharedObjectsPlist(depth: 24), "entitlements-too-complex"), (H.cyclicPlist(), "entitlements-malformed"),

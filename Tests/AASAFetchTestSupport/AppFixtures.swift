@@ -45,6 +45,7 @@ public enum AppFixtures {
         case .string(let string): return "<string>\(escape(string))</string>"
         case .bool(let bool): return bool ? "<true/>" : "<false/>"
         case .integer(let integer): return "<integer>\(integer)</integer>"
+        case .unsigned(let integer): return "<integer>\(integer)</integer>"
         case .real(let real): return "<real>\(real)</real>"
         case .date(let date): return "<date>\(ISO8601DateFormatter().string(from: date))</date>"
         case .data(let data): return "<data>\(Data(data).base64EncodedString())</data>"
@@ -82,6 +83,8 @@ public enum AppFixtures {
         switch value {
         case .string(let string): return tlv(0x0C, Array(string.utf8))
         case .bool(let bool): return tlv(0x01, [bool ? 0xFF : 0x00])
+        case .unsigned(let integer):
+            return tlv(0x02, [0] + withUnsafeBytes(of: integer.bigEndian) { Array($0) })
         case .integer(let integer):
             var bytes = withUnsafeBytes(of: integer.bigEndian) { Array($0) }
             while bytes.count > 1, (bytes[0] == 0 && bytes[1] & 0x80 == 0) || (bytes[0] == 0xFF && bytes[1] & 0x80 != 0) { bytes.removeFirst() }

@@ -6,6 +6,8 @@ public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConv
     case string(String)
     case bool(Bool)
     case integer(Int64)
+    /// An unsigned integer past `Int64.max` (every other integer is ``integer(_:)``).
+    case unsigned(UInt64)
     case real(Double)
     case date(Date)
     case data([UInt8])
@@ -59,7 +61,7 @@ public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConv
         switch self {
         case .string: "string"
         case .bool: "boolean"
-        case .integer: "integer"
+        case .integer, .unsigned: "integer"
         case .real: "real"
         case .date: "date"
         case .data: "data"
@@ -85,6 +87,7 @@ public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConv
         case .string(let value): "\"\(value)\""
         case .bool(let value): value ? "true" : "false"
         case .integer(let value): "\(value)"
+        case .unsigned(let value): "\(value)"
         case .real(let value): "\(value)"
         case .date(let value): ISO8601DateFormatter().string(from: value)
         case .data(let value): "<\(value.count) bytes>"
@@ -100,6 +103,10 @@ public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConv
         case .string(let value): try container.encode(value)
         case .bool(let value): try container.encode(value)
         case .integer(let value): try container.encode(value)
+        case .unsigned(let value): try container.encode(value)
+        // JSON has no NaN or infinity: `"nan"`, `"inf"`, `"-inf"` (a `<real>nan</real>` in a
+        // profile made entitlements --json fail with internal-error).
+        case .real(let value) where !value.isFinite: try container.encode(value.isNaN ? "nan" : (value > 0 ? "inf" : "-inf"))
         case .real(let value): try container.encode(value)
         case .date(let value): try container.encode(Timestamp.string(value))
         case .data(let value): try container.encode(Data(value).base64EncodedString())

@@ -139,6 +139,8 @@ public enum PropertyListReader {
                 switch String(cString: number.objCType) {
                 case "c", "B": return .bool(number.boolValue)
                 case "f", "d": return .real(number.doubleValue)
+                // Unsigned past Int64.max: its int64Value is negative (18446744073709551615 was -1).
+                case "Q" where number.uint64Value > UInt64(Int64.max): return .unsigned(number.uint64Value)
                 default: return .integer(number.int64Value)
                 }
             }
@@ -279,6 +281,7 @@ struct BinaryPlistReader {
             default: throw Self.malformed("object \(index) has the unsupported marker 0x\(String(marker, radix: 16))")
             }
         case 0x1:
+            if info == 4, let unsigned = try unsignedAbove64BitSigned(at: offset, object: index) { return scalar(.unsigned(unsigned)) }
             return scalar(.integer(try integer(at: offset, info: info, object: index)))
         case 0x2:
             switch info {
@@ -368,6 +371,14 @@ struct BinaryPlistReader {
     private func slice(_ start: Int, _ count: Int) -> ArraySlice<UInt8>? {
         guard count >= 0, start <= objectsEnd, count <= objectsEnd - start else { return nil }
         return view.slice(offset: start, length: count)
+    }
+
+    /// A 16-byte integer object whose value is an unsigned 64-bit one past `Int64.max` (how
+    /// Apple writes such values); `nil` for any other value.
+    private func unsignedAbove64BitSigned(at offset: Int, object index: Int) throws(PropertyListError) -> UInt64? {
+        guard let bytes = slice(offset + 1, 16) else { throw Self.malformed("integer \(index) is cut short") }
+        let low = bytes.suffix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return bytes.prefix(8).allSatisfy({ $0 == 0 }) && low > UInt64(Int64.max) ? low : nil
     }
 
     /// An integer object's value (1, 2 and 4 bytes unsigned, 8 bytes signed, 16 bytes when it fits).
