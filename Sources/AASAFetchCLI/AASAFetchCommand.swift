@@ -85,19 +85,28 @@ extension AASAFetchCommand {
             exit(reporting: CommandFailure(
                 code: "usage",
                 message: "argument \(bad.position) is not UTF-8 (\(bad.escaped)); aasa-fetch takes UTF-8 arguments, file names included",
-                status: ExitStatus.usage), console: console(for: arguments))
+                status: ExitStatus.usage), console: console(for: FormatOptions.format(in: arguments) != nil ? arguments : arguments + formatFromSettings(arguments)))
         }
         let resolution: OptionSources.Resolution
         let blame: OptionSources.Blame?
         do {
             (resolution, blame) = try OptionSources.resolveDeferringCheck(arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
-            // The options could not be resolved (a config file that cannot be read): the format
-            // still follows `AASA_FETCH_JSON` / `AASA_FETCH_FORMAT` when the command line says none.
+            // The options could not be resolved (a config file that cannot be read, or a key it
+            // should not have): the format still follows `AASA_FETCH_JSON` / `AASA_FETCH_FORMAT`,
+            // then the config file's `json` / `format`, when the command line says none.
             let typed = FormatOptions.format(in: arguments) != nil
-            exit(reporting: error, console: console(for: typed ? arguments : arguments + formatFromEnvironment(ProcessInfo.processInfo.environment)))
+            exit(reporting: error, console: console(for: typed ? arguments : arguments + formatFromSettings(arguments)))
         }
         await run(arguments: resolution.arguments, warnings: resolution.warnings, blame: blame)
+    }
+
+    /// The output format the environment asks for, else the config file (read leniently), as
+    /// arguments: for a run whose options could not be resolved or read.
+    static func formatFromSettings(_ arguments: [String]) -> [String] {
+        let environment = ProcessInfo.processInfo.environment
+        let fromEnvironment = formatFromEnvironment(environment)
+        return fromEnvironment.isEmpty ? OptionSources.formatFromConfig(arguments, environment: environment) : fromEnvironment
     }
 
     /// The output format the environment asks for, as arguments (`--json`, `--format F`); none

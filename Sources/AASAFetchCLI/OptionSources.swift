@@ -99,6 +99,39 @@ public enum OptionSources {
         return resolution
     }
 
+    /// The output format a config file asks for (`json: true` or `format: F`, in the command's
+    /// section first, then at the top level), read leniently: when the file's options could not
+    /// be resolved (a mistyped key, a value of the wrong type), the usage error that says so is a
+    /// JSON document too. Empty when there is no such file or key.
+    static func formatFromConfig(_ arguments: [String], environment: [String: String]) -> [String] {
+        let options = arguments.prefix { $0 != "--" }
+        if options.contains("--no-config") { return [] }
+        var path: String?
+        if let index = options.lastIndex(of: "--config"), index + 1 < options.endIndex {
+            path = options[index + 1]
+        } else if let given = options.last(where: { $0.hasPrefix("--config=") }) {
+            path = String(given.dropFirst("--config=".count))
+        } else if let variable = environment["AASA_FETCH_CONFIG"], !variable.isEmpty {
+            path = variable
+        } else if ["1", "true", "yes", "on"].contains((environment["AASA_FETCH_NO_CONFIG"] ?? "").lowercased()) {
+            return []
+        } else {
+            path = try? ConfigFile.defaultPath(in: FileManager.default.currentDirectoryPath, relative: true)
+        }
+        guard let path, let file = try? ConfigFile.load(path: path) else { return [] }
+        func format(in members: [ConfigMember]) -> [String]? {
+            if let member = members.last(where: { $0.key == "format" }), case .string(let value) = member.value.kind { return ["--format", value] }
+            if let member = members.last(where: { $0.key == "json" }), case .bool(true) = member.value.kind { return ["--json"] }
+            return nil
+        }
+        if let command = arguments.first, !command.hasPrefix("-"),
+           let section = file.members.last(where: { $0.key == command }), case .table(let members) = section.value.kind,
+           let found = format(in: members) {
+            return found
+        }
+        return format(in: file.members) ?? []
+    }
+
     /// ``resolve(_:environment:currentDirectory:root:)`` without parsing the combined arguments:
     /// the caller parses them once, and only when that fails asks the ``Blame`` which setting is
     /// at fault (the parse it would otherwise run first costs as much as the run's own).

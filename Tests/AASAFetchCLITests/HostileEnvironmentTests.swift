@@ -736,6 +736,11 @@ struct HostileEnvironmentTests {
         let json = try Self.shell("cd \(folder) && exec \"$AASA\" plan --json --entitlements \"$(printf 'app\\351.entitlements')\"")
         #expect(json.status == 64)
         #expect(json.standardOutput.contains("\"code\" : \"usage\"") || json.standardOutput.contains("\"code\": \"usage\""), "\(json.standardOutput)")
+        // JSON asked for by the environment gets the error document too (it got none).
+        let fromEnvironment = try Self.shell("cd \(folder) && exec \"$AASA\" plan --entitlements \"$(printf 'app\\351.entitlements')\"",
+                                             environment: ["AASA_FETCH_JSON": "1"])
+        #expect(fromEnvironment.status == 64)
+        #expect(fromEnvironment.standardOutput.contains("\"code\": \"usage\""), "\(fromEnvironment.standardOutput)")
 
         let site = work.appendingPathComponent("site")
         try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)

@@ -294,5 +294,17 @@ import Testing
                                        environment: ["AASA_FETCH_JSON": "1"])
         #expect(typed.status == 64)
         #expect(typed.stdout.isEmpty, "\(typed.stdout)")
+
+        // A key the file should not have, or a value of the wrong type, next to `json: true` (or
+        // in the command's section): the error document too (stdout was empty).
+        for (text, expected) in [(#"{"json": true, "cachee": "x"}"#, "\"cachee\" is not an option"),
+                                 (#"{"json": true, "concurrency": [1, 2]}"#, "concurrency"),
+                                 (#"{"plan": {"json": true, "regio": "fr"}}"#, "regio")] {
+            try text.write(toFile: config, atomically: true, encoding: .utf8)
+            let run = try ToolRunner.run(["plan", "--domain", "applinks:example.com", "--config", config])
+            #expect(run.status == 64, "\(text): \(run.stderr)")
+            let error = try #require(try? run.json()["error"] as? [String: Any], "\(text): \(run.stdout)")
+            #expect((error["message"] as? String)?.contains(expected) == true, "\(text): \(error)")
+        }
     }
 }
