@@ -147,7 +147,9 @@ extension AASAFetchCommand {
                 }
                 let document = try Self.decode(data, name: aasa)
                 let compiled = CompiledAssociation(document: document)
-                var hosts = host.map { [$0.lowercased()] } ?? urls.compactMap { URLParts($0)?.host }
+                // `--host` as URL hosts are compared (a Unicode name in Punycode); a URL without a
+                // host names none (`https:///a` was matched against a file served for "").
+                var hosts = host.map { [URLParts.normalisedHost($0)] } ?? urls.compactMap { URLParts($0)?.host }.filter { !$0.isEmpty }
                 hosts = Array(Set(hosts)).sorted()
                 var files: [String: CompiledAssociation] = [:]
                 for host in hosts { files[host] = compiled }

@@ -144,6 +144,23 @@ struct MatchCommandTests {
         #expect(objects[2]["nearest"] != nil)
     }
 
+    /// `--host` is compared as URL hosts are (a Unicode name in Punycode: `bücher.example` never
+    /// matched), and a URL without a host is no universal link (`https:///a` was matched against
+    /// a file said to be served for "").
+    @Test func aUnicodeHostMatchesAndAURLWithoutAHostDoesNot() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("all-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"*"}]}]}}"#.utf8).write(to: file)
+        let unicode = try ToolRunner.run(["match", "--aasa", file.path, "--app-id", "ABCDE12345.com.example.app", "--host", "Bücher.example",
+                                          "https://bücher.example/a", "--json"])
+        #expect(unicode.status == 0, "\(unicode.stdout) \(unicode.stderr)")
+        #expect(unicode.stdout.contains(#""host":"xn--bcher-kva.example""#), "\(unicode.stdout)")
+        let hostless = try ToolRunner.run(["match", "--aasa", file.path, "--app-id", "ABCDE12345.com.example.app", "https:///a", "https://@/a", "--json"])
+        #expect(hostless.status == 1, "\(hostless.stdout)")
+        let lines = hostless.stdout.split(separator: "\n")
+        #expect(lines.count == 2 && lines.allSatisfy { $0.contains(#""decision":"no_match""#) && $0.contains("has no host") }, "\(hostless.stdout)")
+    }
+
     /// An entry `fetch` and `diagnose` call broken (`entitlement-not-punycode`: devices compare
     /// ASCII names, so it never matches) opens no URL in `match` either, though the host behind it
     /// serves a file that lists the app; stderr says why. The Punycode entry opens the same URL.

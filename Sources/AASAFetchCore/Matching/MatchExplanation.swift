@@ -325,6 +325,9 @@ extension URLMatcher {
             guard let input, let host = input.host else {
                 return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "the URL cannot be split into scheme, host and path")
             }
+            guard !host.isEmpty else {
+                return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "the URL has no host, so it is no universal link")
+            }
             guard input.isHTTP else {
                 return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "universal links are http or https URLs only")
             }

@@ -108,7 +108,8 @@ public struct URLMatcher: Sendable {
     /// Decides a URL for an app.
     public func decide(url: String, appID: String) -> HostMatchOutcome {
         URLInput.with(url) { input -> HostMatchOutcome in
-            guard let input, input.isHTTP, let host = input.host else {
+            // A URL without a host (`https:///a`) is no universal link.
+            guard let input, input.isHTTP, let host = input.host, !host.isEmpty else {
                 return HostMatchOutcome(host: nil, outcome: .noMatch)
             }
             var context = URLContext(input: input)

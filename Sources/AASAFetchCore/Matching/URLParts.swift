@@ -5,6 +5,13 @@ import IDNA
 /// non-ASCII text, are percent-encoded as UTF-8 first, as `URL(string:)` does), the path empty
 /// for `https://example.com`, the query and fragment `nil` when absent.
 public struct URLParts: Sendable, Hashable {
+    /// A host as the matcher compares a URL's (lower case, no trailing dot, Punycode), for a host
+    /// given on its own (`match --host bücher.example`).
+    public static func normalisedHost(_ host: String) -> String {
+        let bytes = Array(host.utf8)
+        return bytes.withUnsafeBufferPointer { URLSplitter.normalisedHost($0) }
+    }
+
     /// The scheme, lower-cased.
     public var scheme: String
     /// The host, lower-cased, without brackets' contents changed; `nil` without an authority.
