@@ -30,8 +30,42 @@ struct HumanRenderer {
         }
     }
 
+    /// `text` as the terminal shows it (escaped), padded with spaces to `width` columns (wide
+    /// characters take two, combining marks none).
     func pad(_ text: String, _ width: Int) -> String {
-        text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+        let shown = TerminalText.escaped(text)
+        let columns = Self.columns(shown)
+        return columns >= width ? shown : shown + String(repeating: " ", count: width - columns)
+    }
+
+    /// A table cell: ``pad(_:_:)``, and always two spaces before the next column (an entry as long
+    /// as the column ran into it: `applinks:e.test:8080---`).
+    func cell(_ text: String, _ width: Int) -> String {
+        let padded = pad(text, width)
+        return padded.hasSuffix("  ") ? padded : padded + (padded.hasSuffix(" ") ? " " : "  ")
+    }
+
+    /// The terminal columns `text` takes: two for East Asian wide and emoji characters, none for
+    /// combining marks and zero-width characters, one for the others.
+    static func columns(_ text: String) -> Int {
+        var total = 0
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            if value < 0x300 { total += 1; continue }
+            switch scalar.properties.generalCategory {
+            case .nonspacingMark, .enclosingMark, .format: continue
+            default: break
+            }
+            switch value {
+            case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
+                 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60, 0xFFE0...0xFFE6,
+                 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x3FFFD:
+                total += 2
+            default:
+                total += 1
+            }
+        }
+        return total
     }
 
     /// The severity word of a finding, painted.
@@ -158,7 +192,7 @@ struct RunRenderer {
 
     /// One table line: mark, label, status and code in their columns, then the rest.
     func row(_ mark: String, _ label: String, _ status: String, _ code: String, _ rest: String) -> String {
-        let line = "\(mark) \(renderer.pad(label, hostWidth))\(renderer.pad(status, 5))\(renderer.pad(code, Self.codeWidth + 2))\(rest)"
+        let line = "\(mark) \(renderer.cell(label, hostWidth))\(renderer.pad(status, 5))\(renderer.cell(code, Self.codeWidth + 2))\(rest)"
         return rest.isEmpty ? String(line.reversed().drop { $0 == " " }.reversed()) : line
     }
 

@@ -64,6 +64,20 @@ struct HumanRendererTests {
         #expect(RunRenderer.codeWidth == "not-an-association-file".count)
     }
 
+    /// Cells keep two spaces before the next column whatever their text (an unfetchable entry as
+    /// long as the host column ran into it: `applinks:e.test:8080---`), and pad by the columns the
+    /// terminal shows: escaped text, wide characters as two, combining marks as none.
+    @Test func cellsKeepTheirGapAndCountWhatTheTerminalShows() {
+        let renderer = HumanRenderer(console: Self.console, emit: { _ in })
+        #expect(renderer.cell("applinks:e.test:8080", 10) == "applinks:e.test:8080  ")
+        #expect(renderer.cell("e.test", 10) == "e.test    ")
+        #expect(renderer.cell("abcdefghi", 10) == "abcdefghi  ")
+        #expect(HumanRenderer.columns("例子.test") == 9)
+        #expect(HumanRenderer.columns("e\u{0301}.test") == 6)
+        #expect(renderer.pad("例子.test", 12) == "例子.test   ")
+        #expect(renderer.pad("\u{1B}[2J", 8) == "\\x1B[2J ")
+    }
+
     @Test func pluralsAreRight() {
         let one = Self.render([Self.domain("example.com")], summary: Self.summary(entries: 1, domains: 1, associated: 1, failed: 0, warnings: 1))
         #expect(one.first == "1 entry, 1 host, app ABCDE12345.com.example.app")
