@@ -23,6 +23,13 @@ struct StoredVerdictTests {
 
         let listed = StoredVerdict(state: RefreshPolicyTests.state(approved: RefreshPolicyTests.good), needs: [Self.need(Self.app)])
         #expect(listed.associated == true && listed.code == "ok")
+
+        // A file listing many app IDs names five and counts the rest (every one made a line of
+        // 95,000 characters per entry).
+        let many = (0..<3000).map { "ABCDE12345.com.example.app\($0)" }
+        let crowded = #"{"applinks":{"details":[{"appIDs":["# + many.map { "\"\($0)\"" }.joined(separator: ",") + #"],"components":[{"/":"*"}]}]}}"#
+        let long = StoredVerdict(state: RefreshPolicyTests.state(approved: crowded), needs: [Self.need(Self.app)])
+        #expect((long.associations[0].reason ?? "").hasSuffix("(it lists \(many.prefix(5).joined(separator: ", ")) and 2995 more)"), "\((long.associations[0].reason ?? "").prefix(300))")
     }
 
     @Test func theServiceOfTheEntryDecides() {

@@ -57,7 +57,7 @@ extension Diagnoser.Walk {
 
     mutating func associationStep(document: AASADocument, service: Service, host: String, source: String) {
         let listed = document.appIDs(for: service)
-        let details = ["\(service.name) lists: " + (listed.isEmpty ? "nothing" : listed.joined(separator: ", "))]
+        let details = ["\(service.name) lists: " + (listed.isEmpty ? "nothing" : AssociationJudge.shortList(listed, limit: 20))]
         guard !appIDs.isEmpty else {
             add(DiagnosisStep(step: "association", title: "App ID and service", status: .warned, code: "app-id-unknown",
                               summary: "no app ID given, so association cannot be judged", details: details,

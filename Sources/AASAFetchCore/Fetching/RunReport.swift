@@ -285,6 +285,13 @@ public enum AssociationJudge {
         return verdict
     }
 
+    /// At most `limit` of `items`, then how many more: a file listing 3,000 app IDs made a
+    /// 95,000-character line per entry (the JSON keeps every app ID in `appIDs`).
+    public static func shortList(_ items: [String], limit: Int = 5) -> String {
+        guard items.count > limit else { return items.joined(separator: ", ") }
+        return items.prefix(limit).joined(separator: ", ") + " and \(items.count - limit) more"
+    }
+
     /// The `app-not-listed` finding for an app ID the file of `host` does not list for `service`:
     /// where else it is listed, or what the file lists instead, and what to add.
     public static func notListed(_ appID: String, service: Service, document: AASADocument, host: String, location: String?) -> Finding {
@@ -296,7 +303,7 @@ public enum AssociationJudge {
         } else if !document.services.contains(service) {
             message += " (the file has no \(service.name) section)"
         } else if !listed.isEmpty {
-            message += " (it lists \(listed.joined(separator: ", ")))"
+            message += " (it lists \(Self.shortList(listed)))"
         }
         return .error(
             "app-not-listed", message, location: location,
