@@ -28,6 +28,18 @@ struct RunLogicTests {
 
     // MARK: - AASAFetcher
 
+    /// A redirect's reason shows at most 300 characters of its Location (a 60 KB one made a line
+    /// as long); the result keeps it whole.
+    @Test func aLongRedirectIsCutInItsReason() async {
+        let location = "https://elsewhere.example/" + String(repeating: "a", count: 60_000)
+        let transport = ScriptedTransport()
+        transport.on(Self.wellKnown, .status(301, headers: [("Location", location)]))
+        let result = await Self.fetch(transport)
+        #expect(result.code == "http-redirect")
+        #expect(result.redirectLocation == location)
+        #expect(result.reason.count < 500 && result.reason.contains("… (60026 bytes)"), "\(result.reason.prefix(400))")
+    }
+
     @Test func legacyPathIsTriedOnlyAfterA404() async {
         let transport = ScriptedTransport()
         transport.on(Self.wellKnown, .status(404))

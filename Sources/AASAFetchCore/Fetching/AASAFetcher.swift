@@ -297,7 +297,9 @@ public struct AASAFetcher: RouteSide {
         case 300..<400:
             let location = response.redirectURL ?? response.header("Location")
             result.redirectLocation = location
-            fail("http-redirect", "HTTP \(status) redirect to \(location ?? "(no Location header)"); Apple's downloader never follows redirects",
+            // A 60 KB Location made a line as long; the JSON's redirectLocation keeps it whole.
+            let shown = location.map { $0.count > 300 ? String($0.prefix(300)) + "… (\($0.utf8.count) bytes)" : $0 }
+            fail("http-redirect", "HTTP \(status) redirect to \(shown ?? "(no Location header)"); Apple's downloader never follows redirects",
                  fix: "serve the file itself at \(url) with status 200")
             return
         case 429:
