@@ -149,7 +149,7 @@ public struct Diff: AsyncParsableCommand {
         var report = DiffReport(old: old, new: new)
         var documents: [AASADocument] = []
         for path in [old, new] {
-            let bytes: [UInt8]
+            var bytes: [UInt8]
             do {
                 bytes = try read(path)
             } catch let error as BoundedFileError {
@@ -158,6 +158,12 @@ public struct Diff: AsyncParsableCommand {
                 throw CommandFailure(code: error.code, message: error.message)
             } catch {
                 throw CommandFailure(code: "file-unreadable", message: "cannot read \(path): \(SystemReason.of(error))")
+            }
+            // A signed file is compared by its content, as fetch reads it.
+            switch CMSUnwrapper.body(bytes) {
+            case .plain: break
+            case .signed(let content): bytes = content
+            case .unusable: throw CommandFailure(code: "invalid-json", message: "\(path): \(CMSUnwrapper.unusableReason)")
             }
             switch AASADecoder.decode(bytes) {
             case .document(let document, _):

@@ -128,6 +128,13 @@ extension AASAFetchCommand {
         }
 
         private static func decode(_ bytes: [UInt8], name: String) throws -> AASADocument {
+            // A signed file is read by its content, as fetch reads it.
+            var bytes = bytes
+            switch CMSUnwrapper.body(bytes) {
+            case .plain: break
+            case .signed(let content): bytes = content
+            case .unusable: throw CommandFailure(code: "invalid-json", message: "\(name): \(CMSUnwrapper.unusableReason)")
+            }
             do {
                 return try AASADecoder.decodeDocument(bytes)
             } catch {

@@ -39,6 +39,27 @@ struct CMSUnwrapperTests {
         #expect(String(decoding: content, as: UTF8.self) == Self.json)
     }
 
+    /// `lint` reads a signed file by its content, with the warning `fetch` gives (it said
+    /// invalid-json at 1:2 and "remove everything after the closing brace"); a body shaped as
+    /// signed that holds no content is said to be so, not read as a JSON number and garbage.
+    @Test func lintAndFetchReadSignedFilesAlike() async throws {
+        let signed = try Self.sign(stream: false)
+        let linted = AASALinter.lint(signed)
+        #expect(linted.map(\.code) == ["signed-file"], "\(linted)")
+        #expect(CMSUnwrapper.body(signed) == .signed(content: Array(Self.json.utf8)))
+        #expect(CMSUnwrapper.body(Array(Self.json.utf8)) == .plain)
+        let cut = Array(signed.prefix(signed.count / 2))
+        #expect(CMSUnwrapper.body(cut) == .unusable)
+        #expect(AASALinter.lint(cut).map(\.code) == ["invalid-json"])
+        #expect(CMSUnwrapper.body(Array(Self.json.utf8), mediaType: "application/pkcs7-mime") == .unusable)
+
+        let transport = ScriptedTransport()
+        let url = "https://example.com/.well-known/apple-app-site-association"
+        transport.on(url, .status(200, headers: [("Content-Type", "application/pkcs7-mime")], body: String(decoding: cut, as: UTF8.self)))
+        let result = await AASAFetcher(transport: transport, options: FetchOptions()).fetch(host: "example.com")
+        #expect(result.code == "invalid-json" && result.reason == CMSUnwrapper.unusableReason, "\(result.code): \(result.reason)")
+    }
+
     @Test func truncatedAndCorruptInputNeverCrash() throws {
         let signed = try Self.sign(stream: false)
         for length in stride(from: 0, to: signed.count, by: 7) {

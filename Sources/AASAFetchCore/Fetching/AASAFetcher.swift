@@ -326,17 +326,16 @@ public struct AASAFetcher: RouteSide {
             EntryText.trimmed(type.utf8.firstIndex(of: UInt8(ascii: ";")).map { type[..<$0] } ?? type[...]).lowercased()
         }
         var body = response.body
-        if mediaType == "application/pkcs7-mime" || mediaType == "application/pkcs7-signature"
-            || body.first == 0x30 /* a DER SEQUENCE; as JSON it would be a bare number */ {
-            if let content = CMSUnwrapper.content(of: body) {
-                body = content
-                result.findings.append(.warning(
-                    "signed-file",
-                    "the file is CMS-signed (\(response.body.count) bytes, \(content.count) of content); Apple deprecated signed files and will stop reading them",
-                    location: url,
-                    fix: "serve the plain JSON file"
-                ))
-            }
+        switch CMSUnwrapper.body(body, mediaType: mediaType) {
+        case .plain:
+            break
+        case .signed(let content):
+            body = content
+            result.findings.append(CMSUnwrapper.signedFinding(size: response.body.count, content: content.count, location: url))
+        case .unusable:
+            // It was read as JSON: "unexpected byte 0x82 after the end of the JSON value".
+            fail("invalid-json", CMSUnwrapper.unusableReason, fix: "serve the plain JSON file")
+            return
         }
         let signedMediaType = mediaType == "application/pkcs7-mime" && result.findings.contains { $0.code == "signed-file" }
         if mediaType != "application/json" && !signedMediaType {

@@ -5,6 +5,35 @@
 /// A small BER reader: definite and indefinite lengths, constructed OCTET STRINGs; every length is
 /// bounds-checked, so hostile input gives `nil`, never a crash.
 public enum CMSUnwrapper {
+    /// What an association file's bytes are, as Apple's downloader reads a signed one.
+    public enum Body: Sendable, Hashable {
+        /// Not signed: the bytes as they are.
+        case plain
+        /// A CMS `SignedData` with its content: the JSON inside.
+        case signed(content: [UInt8])
+        /// Served as signed (`application/pkcs7-mime`) or starting as DER does (a SEQUENCE, which
+        /// JSON cannot start with), but no `SignedData` with content: detached, cut or corrupt.
+        case unusable
+    }
+
+    /// How to read `bytes` served with `mediaType` (`nil`: a file on disk). One reading for
+    /// `fetch`, `lint`, `diff` and `match --aasa`.
+    public static func body(_ bytes: [UInt8], mediaType: String? = nil) -> Body {
+        guard mediaType == "application/pkcs7-mime" || mediaType == "application/pkcs7-signature" || bytes.first == 0x30 else { return .plain }
+        if let content = content(of: bytes) { return .signed(content: content) }
+        return .unusable
+    }
+
+    /// The `signed-file` warning of a signed file of `size` bytes with `content` bytes inside.
+    public static func signedFinding(size: Int, content: Int, location: String?) -> Finding {
+        .warning("signed-file",
+                 "the file is CMS-signed (\(size) bytes, \(content) of content); Apple deprecated signed files and will stop reading them",
+                 location: location, fix: "serve the plain JSON file")
+    }
+
+    /// Why an ``Body/unusable`` body is not read.
+    public static let unusableReason = "the body is served or shaped as a CMS-signed file, but it holds no signed content to read (a detached signature, or a file cut short or corrupt)"
+
     private static let signedDataOID: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x02]
 
     /// The encapsulated content, or `nil` when the bytes are not a CMS `SignedData` with content.

@@ -93,6 +93,15 @@ public enum AASALinter {
 
     /// Lints raw bytes. A file over the size limit gets `too-large` alone: it is not parsed.
     public static func lint(_ bytes: [UInt8], options: LintOptions = .init()) -> [Finding] {
+        // A signed file is linted by its content, as fetch reads it (it was invalid-json at 1:2).
+        switch CMSUnwrapper.body(bytes) {
+        case .plain:
+            break
+        case .signed(let content):
+            return [CMSUnwrapper.signedFinding(size: bytes.count, content: content.count, location: nil)] + lint(content, options: options)
+        case .unusable:
+            return [.error("invalid-json", CMSUnwrapper.unusableReason, fix: "Serve the plain JSON file.")]
+        }
         var sizeFindings: [Finding] = []
         let limit = max(1, options.maxSize)
         if bytes.count > limit {
