@@ -111,6 +111,29 @@ struct DiffTests {
         #expect(changes.first?.afterText == #"2. path "NOT /a""#)
     }
 
+    /// A reordering of more rules than the exact comparison takes (2,100 rules, 4.4 million cells)
+    /// still shows: a multiset comparison said "0 added, 0 removed" and gave no rules.
+    @Test func reorderingALargeFileIsAChange() throws {
+        let rules = (0..<2100).map { #"{"/":"/r\#($0)"}"# }
+        func file(_ components: [String]) -> String {
+            #"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":["# + components.joined(separator: ",") + "]}]}}"
+        }
+        let moved = try diff(file(rules), file(Array(rules.dropFirst()) + [rules[0]]))
+        #expect(moved.count == 1)
+        guard case .rules(let out)? = moved.first?.before, case .rules(let back)? = moved.first?.after else {
+            Issue.record("no rules in \(moved)")
+            return
+        }
+        #expect(out.map(\.position) == [1] && out.first?.component?.path == "/r0", "\(out)")
+        #expect(back.map(\.position) == [2100] && back.first?.component?.path == "/r0", "\(back)")
+        let reversed = try diff(file(rules), file(rules.reversed()))
+        guard case .rules(let removed)? = reversed.first?.before, case .rules(let added)? = reversed.first?.after else {
+            Issue.record("no rules in \(reversed)")
+            return
+        }
+        #expect(removed.count == 2099 && added.count == 2099, "one rule is kept in place")
+    }
+
     @Test func defaultsAndVariables() throws {
         let old = #"{"applinks":{"defaults":{"caseSensitive":false},"substitutionVariables":{"a":["1"],"gone":["x"]},"details":[{"appID":"ABCDE12345.a.b","components":[{"/":"/x"}]}]}}"#
         let new = #"{"applinks":{"substitutionVariables":{"a":["1","2"],"new":[]},"details":[{"appID":"ABCDE12345.a.b","defaults":{"percentEncoded":false},"components":[{"/":"/x"}]}]}}"#
