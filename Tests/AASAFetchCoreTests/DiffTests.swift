@@ -134,6 +134,17 @@ struct DiffTests {
         #expect(removed.count == 2099 && added.count == 2099, "one rule is kept in place")
     }
 
+    /// Changes that change no decision are none: a query dictionary of `*` patterns (or an empty
+    /// one) matches every query, and a variable's values count as a set.
+    @Test func queryDictionariesOfWildcardsAndReorderedValuesChangeNothing() throws {
+        let old = #"{"applinks":{"substitutionVariables":{"v":["a","b"]},"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"/":"/$(v)"},{"/":"/x"}]}]}}"#
+        let new = #"{"applinks":{"substitutionVariables":{"v":["b","a","a"]},"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"/":"/$(v)","?":{"x":"*"}},{"/":"/x","?":{}}]}]}}"#
+        let none = try diff(old, new)
+        #expect(none.isEmpty, "\(none.map(\.kind))")
+        let narrower = #"{"applinks":{"substitutionVariables":{"v":["a"]},"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"/":"/$(v)","?":{"x":"?*"}},{"/":"/x"}]}]}}"#
+        #expect(Set(try diff(old, narrower).map(\.kind)) == ["variables-changed", "rules-changed"])
+    }
+
     @Test func defaultsAndVariables() throws {
         let old = #"{"applinks":{"defaults":{"caseSensitive":false},"substitutionVariables":{"a":["1"],"gone":["x"]},"details":[{"appID":"ABCDE12345.a.b","components":[{"/":"/x"}]}]}}"#
         let new = #"{"applinks":{"substitutionVariables":{"a":["1","2"],"new":[]},"details":[{"appID":"ABCDE12345.a.b","defaults":{"percentEncoded":false},"components":[{"/":"/x"}]}]}}"#

@@ -282,6 +282,9 @@ public struct ComponentValue: Sendable, Hashable, Codable {
             read.path = CompiledPattern(written, role: .path).matchesEverything ? nil : "/" + String(body)
         }
         if case .string(let pattern)? = query, CompiledPattern(pattern, role: .plain).matchesEverything { read.query = nil }
+        // A dictionary whose every pattern matches everything (or none) matches every query: an
+        // absent item reads as "", which `*` matches.
+        if case .items(let items)? = query, items.values.allSatisfy({ CompiledPattern($0, role: .plain).matchesEverything }) { read.query = nil }
         if let pattern = fragment, CompiledPattern(pattern, role: .plain).matchesEverything { read.fragment = nil }
         return read.canonicalText
     }
@@ -407,7 +410,8 @@ public enum AASADiff {
         for name in Set(oldVariables.keys).union(newVariables.keys).sorted() {
             let before = oldVariables[name]
             let after = newVariables[name]
-            guard before != after else { continue }
+            // A variable stands for any of its values: their order and repeats mean nothing.
+            guard before.map(Set.init) != after.map(Set.init) else { continue }
             let what = before == nil ? "added" : after == nil ? "removed" : "changed"
             changes.append(
                 AASAChange(
