@@ -399,5 +399,17 @@ struct OperationsCommandTests {
         #expect(Set(rows.filter { $0.state == "fails" }.map(\.host)) == Self.failing)
         // Each host's history made it.
         #expect(html.components(separatedBy: "\\u003col class=\\\"timeline\\\">").count - 1 == Self.hosts.count)
+
+        // A role that may only read (a status page's) runs show and report: every command made a
+        // CREATE TABLE under the migration lock, and failed with permission denied.
+        let grant = try ChildProcess.run("/usr/bin/psql", [server.url.replacingOccurrences(of: "?connect_timeout=5", with: ""), "-v", "ON_ERROR_STOP=1", "-c",
+            "CREATE ROLE reader LOGIN; GRANT USAGE ON SCHEMA public TO reader; GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader;"])
+        #expect(grant.status == 0, "\(grant.standardError)")
+        let reader = ["--store", server.url.replacingOccurrences(of: "postgres@", with: "reader@")]
+        let shown = try sites.run(["show", "--json"] + reader)
+        #expect(shown.status == 0 || shown.status == 1, "stderr: \(shown.stderr)")
+        #expect(try shown.json()["hosts"] as? [Any] != nil, "\(shown.stdout.prefix(300))")
+        let readerPage = try sites.run(["report", "--html", sites.file("reader.html")] + reader)
+        #expect(readerPage.status == 0, "stderr: \(readerPage.stderr)")
     }
 }

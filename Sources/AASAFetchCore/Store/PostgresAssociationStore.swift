@@ -173,6 +173,20 @@ public struct PostgresAssociationStore: AssociationStore {
     private func migrate(through version: String?) async throws {
         let wanted = version.flatMap { last in Self.migrations.firstIndex { $0.version == last } }.map { Array(Self.migrations[...$0]) }
             ?? Self.migrations
+        // A schema that is already current needs no lock and no CREATE: a role that may only read
+        // (a status page's, a monitor's) can then run show, export and report.
+        let current = try await transaction { tx -> Bool in
+            let exists = try tx.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").rows.first?.first ?? nil
+            guard exists == "t" else { return false }
+            let applied = Set(try tx.execute("SELECT version FROM schema_migrations").rows.compactMap { $0.first ?? nil })
+            let known = Set(Self.migrations.map(\.version))
+            if let unknown = applied.first(where: { !known.contains($0) }) {
+                throw StoreError(code: "store-newer-schema",
+                                 message: "\(self.location) was written by a newer aasa-fetch (unknown schema migration \(unknown))")
+            }
+            return wanted.allSatisfy { applied.contains($0.version) }
+        }
+        if current { return }
         try await transaction { tx in
             try tx.execute("SET LOCAL lock_timeout = '60s'")
             try tx.execute("SELECT pg_advisory_xact_lock($1::bigint)", [Self.migrationLock])
