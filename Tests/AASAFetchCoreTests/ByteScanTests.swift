@@ -45,7 +45,9 @@ struct ByteScanTests {
         #expect(valid > 500, "the samples hold valid names too")
     }
 
-    /// The character-level IP address test the byte-level one replaced.
+    /// The IP address test by characters: a bracketed or bare IPv6 literal, or a name whose last
+    /// label (a trailing dot aside) is a decimal or `0x` hexadecimal number, as resolvers and the
+    /// WHATWG URL parser read it.
     static func ipAddressByCharacters(in rest: String) -> String? {
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else { return rest }
@@ -53,11 +55,14 @@ struct ByteScanTests {
         }
         if rest.filter({ $0 == ":" }).count >= 2 { return rest }
         let host = rest.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        let isIPv4 = parts.count == 4 && parts.allSatisfy { part in
-            (1...3).contains(part.count) && part.allSatisfy { $0.isASCII && $0.isNumber } && Int(part).map { $0 <= 255 } == true
-        }
-        return isIPv4 ? String(host) : nil
+        var parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        if parts.count > 1, parts.last?.isEmpty == true { parts.removeLast() }
+        guard let last = parts.last, !last.isEmpty else { return nil }
+        // By scalars: a Character range holds "1\u{301}" too.
+        let decimal = last.unicodeScalars.allSatisfy { ("0"..."9").contains($0) }
+        let lower = last.lowercased()
+        let hex = lower.hasPrefix("0x") && lower.unicodeScalars.dropFirst(2).allSatisfy { ("0"..."9").contains($0) || ("a"..."f").contains($0) }
+        return decimal || hex ? String(host) : nil
     }
 
     @Test func ipAddressTestAgreesWithTheCharacterLevelOne() {
@@ -69,7 +74,8 @@ struct ByteScanTests {
         }
         #expect(found > 20, "the samples hold addresses too")
         #expect(EntryParser.ipAddress(in: "10.0.0.1") == "10.0.0.1")
-        #expect(EntryParser.ipAddress(in: "10.0.0.256") == nil)
+        #expect(EntryParser.ipAddress(in: "10.0.0.256") == "10.0.0.256", "ends in a number: no name, though no valid address")
+        #expect(EntryParser.ipAddress(in: "10.0.0.example") == nil)
         #expect(EntryParser.ipAddress(in: "1:\u{301}2:3") == nil, "a colon with a combining mark is another character")
     }
 
