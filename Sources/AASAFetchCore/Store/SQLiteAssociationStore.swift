@@ -95,6 +95,14 @@ public struct SQLiteAssociationStore: AssociationStore {
                     return try Self.open(path: path, configuration: configuration, migrate: true, create: create)
                 } catch where error.code == "store-locked" && Date() < deadline {
                     usleep(20_000)
+                } catch {
+                    // A store this call was making and could not finish (no descriptor for its
+                    // journal, a full disk): its empty file would read as "holds no store" to
+                    // every later command. Removed under the lock, so no other creator is affected.
+                    if !existed, (try? fileManager.attributesOfItem(atPath: path))?[.size] as? UInt64 == 0 {
+                        for file in [path, path + "-wal", path + "-shm", path + "-journal"] { try? fileManager.removeItem(atPath: file) }
+                    }
+                    throw error
                 }
             }
         }
