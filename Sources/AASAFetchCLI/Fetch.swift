@@ -39,10 +39,11 @@ extension AASAFetchCommand {
             try input.requireEntries(command: "fetch")
             let console = Console.standard
             // SIGINT, SIGTERM, SIGHUP: downloads under way are cancelled, what finished is
-            // recorded, then the process ends as the signal would have ended it.
+            // recorded, then the process ends as the signal would have ended it. Caught from the
+            // spool's making on, or from the store's opening on (the handlers' pipe takes two
+            // descriptors, which a store opened under a tight limit needs).
             let stop = RunStop()
-            let signals = StoppingSignals.install { number in stop.caught(number) }
-            defer { signals.cancel() }
+            defer { stop.uninstall() }
             if input.domainsFile != nil {
                 try await runSpooled(console: console, stop: stop)
                 return
@@ -72,6 +73,7 @@ extension AASAFetchCommand {
                 throw CommandFailure(code: error.code, message: error.message)
             }
             stop.removeOnStop(spool.directory)
+            stop.install()
             defer { spool.remove() }
             let settled: InputOptions.Settled
             let source: SpoolSource
@@ -111,6 +113,9 @@ extension AASAFetchCommand {
                 }
             }
             let options = try network.fetchOptions()
+            // After the store and the CA file, before the loops are fitted to the descriptors
+            // left (they count the handlers' pipe then).
+            stop.install()
             let clients = RouteClients(options: options, usesCDN: routing.route != .origin)
             let fetcher = clients.fetcher(cdnBase: routing.cdnBase)
             let hosts = source.hostCount
@@ -181,6 +186,23 @@ final class RunStop: Sendable {
     }
 
     private let state = Mutex(State())
+    private let handlers = Mutex<StoppingSignals.Installed?>(nil)
+
+    /// Catches the stopping signals from now on (once; later calls do nothing).
+    func install() {
+        handlers.withLock { installed in
+            guard installed == nil else { return }
+            installed = StoppingSignals.install { [weak self] number in self?.caught(number) }
+        }
+    }
+
+    /// Gives the signals their default action back.
+    func uninstall() {
+        handlers.withLock { installed in
+            installed?.cancel()
+            installed = nil
+        }
+    }
 
     /// The first signal caught, if any.
     var signal: Int32? { state.withLock { $0.signal } }
