@@ -284,6 +284,19 @@ struct HostileEnvironmentTests {
             }
         }
         #expect(seen.contains("descriptors-exhausted"), "\(seen)")
+
+        // A store that could not be made for want of a descriptor leaves no file behind: its
+        // empty file, or its header page, read as "holds no store" to every later command.
+        var storesRefused = 0
+        for limit in 7...9 {
+            let fresh = work.appendingPathComponent("fresh\(limit)").path
+            let arguments = ["--domain", "applinks:x.invalid", "--cache", fresh, "--no-config", "--app-id", Self.appID].map(Self.quoted).joined(separator: " ")
+            let run = try Self.shell("ulimit -n \(limit) && exec \"$AASA\" \(arguments)")
+            guard run.standardError.contains("descriptors-exhausted: cannot use") else { continue }
+            storesRefused += 1
+            #expect(!FileManager.default.fileExists(atPath: fresh + "/aasa-fetch.sqlite"), "ulimit -n \(limit): \(run.standardError)")
+        }
+        #expect(storesRefused > 0, "no limit refused the store")
     }
 
     /// `ulimit -n 256` and `--concurrency 400`: the concurrency is lowered to what fits (said on

@@ -97,9 +97,10 @@ public struct SQLiteAssociationStore: AssociationStore {
                     usleep(20_000)
                 } catch {
                     // A store this call was making and could not finish (no descriptor for its
-                    // journal, a full disk): its empty file would read as "holds no store" to
-                    // every later command. Removed under the lock, so no other creator is affected.
-                    if !existed, (try? fileManager.attributesOfItem(atPath: path))?[.size] as? UInt64 == 0 {
+                    // journal, a full disk): its empty file, or its header page alone, would read
+                    // as "holds no store" to every later command. Removed under the lock, so no
+                    // other creator is affected; a store with its tables takes more than a page.
+                    if !existed, let size = (try? fileManager.attributesOfItem(atPath: path))?[.size] as? UInt64, size <= 4096 {
                         for file in [path, path + "-wal", path + "-shm", path + "-journal"] { try? fileManager.removeItem(atPath: file) }
                     }
                     throw error
