@@ -139,7 +139,8 @@ struct FaultTransportTests {
         }
         await client.shutdown()
         #expect(failure?.kind == .timeout, "\(String(describing: failure))")
-        #expect(seconds < 5)
+        // A hang bound: under a whole suite's load the 2 s deadline was met in 6.6 s.
+        #expect(seconds < 30)
     }
 
     @Test func slowDripTimesOutOnMaxTime() async throws {
