@@ -21,6 +21,17 @@ enum PatternToken: Sendable, Hashable {
     case alternation([[PatternToken]])
     /// An undefined variable: nothing matches.
     case never
+
+    /// How a variable's trie shares this token between alternatives (the builder and the state
+    /// count read it alike): a byte, `?` or `*` by value; -1 for tokens never shared.
+    var trieKey: Int {
+        switch self {
+        case .byte(let byte): Int(byte)
+        case .anyCharacter: 256
+        case .star: 257
+        case .byteClass, .alternation, .never: -1
+        }
+    }
 }
 
 /// A set of bytes, as a 256-bit mask.
@@ -494,13 +505,7 @@ enum PatternTokenizer {
             for alternative in alternatives {
                 var node = 0
                 for element in alternative {
-                    let key: Int
-                    switch element {
-                    case .byte(let byte): key = Int(byte)
-                    case .anyCharacter: key = 256
-                    case .star: key = 257
-                    case .byteClass, .alternation, .never: key = -1
-                    }
+                    let key = element.trieKey
                     if key >= 0, let child = children[node << 9 | key] {
                         node = child
                         continue
@@ -736,13 +741,7 @@ struct Automaton: Sendable {
                 for alternative in alternatives {
                     var node = current
                     for element in alternative {
-                        let key: Int
-                        switch element {
-                        case .byte(let byte): key = Int(byte)
-                        case .anyCharacter: key = 256
-                        case .star: key = 257
-                        case .byteClass, .alternation, .never: key = -1
-                        }
+                        let key = element.trieKey
                         if key >= 0, let child = children[node << 9 | key] {
                             node = child
                             continue
