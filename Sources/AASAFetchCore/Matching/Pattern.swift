@@ -167,18 +167,10 @@ public final class CompiledPattern: Sendable {
         self.source = source
         self.role = role
         self.caseSensitive = caseSensitive
-        var body = source
-        if role == .path {
-            body = String(body.drop(while: { $0 == "/" }))
-            while body.hasSuffix("/") { body.removeLast() }
-        }
         var undefined: [String] = []
         var referenced: [String] = []
-        var tokens = PatternTokenizer.tokenize(
-            body, caseSensitive: caseSensitive, variables: variables, allowVariables: true,
-            undefined: &undefined, referenced: &referenced
-        )
-        tokens = PatternTokenizer.collapsingStars(tokens)
+        let tokens = Self.tokens(of: source, role: role, caseSensitive: caseSensitive, variables: variables,
+                                 undefined: &undefined, referenced: &referenced)
         self.tokens = tokens
         self.undefinedVariables = undefined
         self.referencedVariables = referenced
@@ -215,35 +207,48 @@ public final class CompiledPattern: Sendable {
     /// The automaton states a pattern needs as the matcher compiles it (0 when it needs no
     /// automaton), counted up to just past ``maxStates``; for `lint`'s `pattern-too-complex`.
     static func automatonStates(_ source: String, role: PatternRole, variables: [String: [String]]) -> Int {
+        var undefined: [String] = []
+        var referenced: [String] = []
+        let tokens = Self.tokens(of: source, role: role, caseSensitive: true, variables: variables, undefined: &undefined, referenced: &referenced)
+        guard simpleEngine(tokens: tokens, optionalCut: nil) == nil else { return 0 }
+        return 1 + PatternTokenizer.weight(tokens, limit: maxStates)  // the start state and the built ones
+    }
+
+    /// The tokens of a pattern as the matcher reads it: a path pattern without its leading and
+    /// trailing slashes, variables resolved, runs of `*` merged.
+    private static func tokens(
+        of source: String, role: PatternRole, caseSensitive: Bool, variables: [String: [String]],
+        undefined: inout [String], referenced: inout [String]
+    ) -> [PatternToken] {
         var body = source
         if role == .path {
             body = String(body.drop(while: { $0 == "/" }))
             while body.hasSuffix("/") { body.removeLast() }
         }
-        var undefined: [String] = []
-        var referenced: [String] = []
-        let tokens = PatternTokenizer.collapsingStars(PatternTokenizer.tokenize(
-            body, caseSensitive: true, variables: variables, allowVariables: true, undefined: &undefined, referenced: &referenced
+        return PatternTokenizer.collapsingStars(PatternTokenizer.tokenize(
+            body, caseSensitive: caseSensitive, variables: variables, allowVariables: true,
+            undefined: &undefined, referenced: &referenced
         ))
-        if tokens.contains(.never) || tokens.isEmpty { return 0 }
-        guard let firstNonLiteral = tokens.firstIndex(where: { if case .byte = $0 { return false } else { return true } }) else { return 0 }
-        if tokens[firstNonLiteral...].allSatisfy({ $0 == .star }) { return 0 }
-        return 1 + PatternTokenizer.weight(tokens, limit: maxStates)  // the start state and the built ones
     }
 
-    private static func chooseEngine(tokens: [PatternToken], optionalCut: Int?, budget: Budget?) -> (Engine, tooComplex: Bool) {
-        if tokens.contains(.never) { return (.never, false) }
-        if tokens.allSatisfy({ $0 == .star }) && !tokens.isEmpty { return (.anything, false) }
+    /// The engine of a pattern that needs no automaton (never, anything, a literal, a literal then
+    /// `*`); `nil` for one that does.
+    private static func simpleEngine(tokens: [PatternToken], optionalCut: Int?) -> Engine? {
+        if tokens.contains(.never) { return .never }
+        if tokens.allSatisfy({ $0 == .star }) && !tokens.isEmpty { return .anything }
         var literal: [UInt8] = []
         var index = 0
         while index < tokens.count, case .byte(let byte) = tokens[index] {
             literal.append(byte)
             index += 1
         }
-        if index == tokens.count { return (.exact(literal), false) }
-        if tokens[index...].allSatisfy({ $0 == .star }) {
-            return (.prefix(literal, alsoExactCount: optionalCut), false)
-        }
+        if index == tokens.count { return .exact(literal) }
+        if tokens[index...].allSatisfy({ $0 == .star }) { return .prefix(literal, alsoExactCount: optionalCut) }
+        return nil
+    }
+
+    private static func chooseEngine(tokens: [PatternToken], optionalCut: Int?, budget: Budget?) -> (Engine, tooComplex: Bool) {
+        if let simple = simpleEngine(tokens: tokens, optionalCut: optionalCut) { return (simple, false) }
         let limit = min(maxStates, budget?.remaining ?? maxStates)
         let states = 1 + PatternTokenizer.weight(tokens, limit: limit)
         guard states <= limit else { return (.never, true) }
