@@ -1,3 +1,4 @@
+import AASAFetchCore
 import CurlTransport
 import Foundation
 import Synchronization
@@ -257,20 +258,12 @@ enum ProcessLimits {
     /// with when fewer than ``descriptorsNeededAtStart`` descriptors can be opened (`ulimit -n 4`
     /// crashed every command); `nil` when they can, or when `/dev/null` cannot be opened to tell.
     static func descriptorShortageAtStart() -> CommandFailure? {
-        var opened: [Int32] = []
-        defer { for descriptor in opened { close(descriptor) } }
-        while opened.count < descriptorsNeededAtStart {
-            let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else {
-                guard errno == EMFILE || errno == ENFILE else { return nil }
-                let limit = descriptorLimit.map { "ulimit -n \($0)" } ?? "the system's limit"
-                return CommandFailure(
-                    code: "descriptors-exhausted",
-                    message: "this process can open only \(opened.count) more \(opened.count == 1 ? "file descriptor" : "file descriptors") (\(limit)) and needs at least \(descriptorsNeededAtStart) to start: raise the limit")
-            }
-            opened.append(descriptor)
-        }
-        return nil
+        let room = SystemReason.descriptorsOpenable(upTo: descriptorsNeededAtStart)
+        guard room < descriptorsNeededAtStart else { return nil }
+        let limit = descriptorLimit.map { "ulimit -n \($0)" } ?? "the system's limit"
+        return CommandFailure(
+            code: "descriptors-exhausted",
+            message: "this process can open only \(room) more \(room == 1 ? "file descriptor" : "file descriptors") (\(limit)) and needs at least \(descriptorsNeededAtStart) to start: raise the limit")
     }
 
     /// At the start of the process, before the concurrency runtime starts a thread: the failure to

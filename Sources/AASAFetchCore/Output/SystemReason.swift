@@ -13,14 +13,21 @@ public enum SystemReason {
     /// a resolver's "Name or service not known"), it was the process's shortage. Three: SQLite
     /// opens a database, its WAL and its shared memory, and closes what it opened when one fails.
     public static var descriptorsExhaustedNow: Bool {
+        descriptorsOpenable(upTo: 3) < 3
+    }
+
+    /// How many descriptors this process can open now, counted up to `limit` (each opened and
+    /// closed again); `limit` as well when `/dev/null` cannot be opened for another reason than
+    /// a shortage (nothing can be told then).
+    public static func descriptorsOpenable(upTo limit: Int) -> Int {
         var opened: [Int32] = []
         defer { for descriptor in opened { close(descriptor) } }
-        while opened.count < 3 {
+        while opened.count < limit {
             let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { return errno == EMFILE || errno == ENFILE }
+            guard descriptor >= 0 else { return errno == EMFILE || errno == ENFILE ? opened.count : limit }
             opened.append(descriptor)
         }
-        return false
+        return limit
     }
 
     /// Whether the file system holding `path` (a file or folder; its parent when it does not
