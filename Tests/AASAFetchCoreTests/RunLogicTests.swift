@@ -164,7 +164,8 @@ struct RunLogicTests {
 
     @Test func aConditionalRequestJudgesA304OnTheStoredFile() async {
         let conditional = ConditionalRequest(validators: CacheValidators(etag: "\"v1\"", lastModified: "Tue, 01 Dec 2026 00:00:00 GMT"),
-                                             body: Array(Self.good.utf8), headers: [HTTPHeader(name: "Content-Type", value: "application/json")])
+                                             body: Array(Self.good.utf8), headers: [HTTPHeader(name: "Content-Type", value: "application/json")],
+                                             url: Self.wellKnown)
         let transport = ScriptedTransport()
         transport.on(Self.wellKnown, when: { $0.header("If-None-Match") == "\"v1\"" }, .status(304, headers: [("Cache-Control", "max-age=7200")]))
         let result = await Self.fetch(transport, conditional: conditional)
@@ -173,6 +174,59 @@ struct RunLogicTests {
         #expect(result.body == Array(Self.good.utf8))
         #expect(result.headers.contains { $0.name == "Cache-Control" && $0.value == "max-age=7200" }, "the 304's headers update the stored ones")
         #expect(transport.requests.first?.header("If-Modified-Since") == "Tue, 01 Dec 2026 00:00:00 GMT")
+    }
+
+    /// A signed file is stored as its content, beside the headers it came with: a 304 confirming
+    /// it is that file again, with its `signed-file` warning (it was `invalid-json`: the stored
+    /// content was unwrapped a second time, with the CMS media type put back on it).
+    @Test func a304ConfirmsASignedFileAsSigned() async {
+        let conditional = ConditionalRequest(validators: CacheValidators(etag: "\"s1\""), body: Array(Self.good.utf8),
+                                             headers: [HTTPHeader(name: "Content-Type", value: "application/pkcs7-mime"),
+                                                       HTTPHeader(name: "Content-Length", value: "2048")],
+                                             url: Self.wellKnown)
+        let transport = ScriptedTransport()
+        transport.on(Self.wellKnown, when: { $0.header("If-None-Match") == "\"s1\"" }, .status(304))
+        let result = await Self.fetch(transport, conditional: conditional)
+        #expect(result.code == "ok", "\(result.reason)")
+        #expect(result.httpStatus == 304)
+        #expect(result.document != nil)
+        let signed = result.findings.first { $0.code == "signed-file" }
+        #expect(signed?.message.hasPrefix("the file is CMS-signed (2048 bytes, \(Self.good.utf8.count) of content)") == true, "\(result.findings)")
+        #expect(!result.findings.contains { $0.code == "content-type" })
+    }
+
+    /// Validators describe the response of one URL: the legacy path after a `.well-known` 404 is
+    /// asked without the `.well-known` file's validators (a 304 there hid the 404 and another
+    /// file), and `.well-known` without those of a file found at the legacy path.
+    @Test func validatorsGoOnlyToTheURLThatServedTheFile() async {
+        let stored = Array(Self.good.utf8)
+        let fromWellKnown = ConditionalRequest(validators: CacheValidators(etag: "\"v1\"", lastModified: "Tue, 24 Nov 2026 10:00:00 GMT"),
+                                               body: stored, headers: [], url: Self.wellKnown)
+        let moved = ScriptedTransport()
+        moved.on(Self.wellKnown, .status(404))
+        moved.on(Self.legacy, when: { $0.header("If-None-Match") != nil || $0.header("If-Modified-Since") != nil }, .status(304))
+        moved.on(Self.legacy, .json(RefreshPolicyTests.other))
+        let result = await Self.fetch(moved, conditional: fromWellKnown)
+        #expect(result.httpStatus == 200, "the legacy file itself, not the stored one")
+        #expect(result.url == Self.legacy)
+        #expect(result.body == Array(RefreshPolicyTests.other.utf8))
+        #expect(result.findings.first?.code == "legacy-root-path")
+        #expect(moved.requests.map { $0.header("If-None-Match") } == ["\"v1\"", nil])
+
+        let fromLegacy = ConditionalRequest(validators: CacheValidators(etag: "\"v1\""), body: stored, headers: [], url: Self.legacy)
+        let back = ScriptedTransport()
+        back.on(Self.wellKnown, when: { $0.header("If-None-Match") != nil }, .status(304))
+        back.on(Self.wellKnown, .json(RefreshPolicyTests.other))
+        let wellKnown = await Self.fetch(back, conditional: fromLegacy)
+        #expect(wellKnown.httpStatus == 200 && wellKnown.url == Self.wellKnown)
+        #expect(back.requests.map { $0.header("If-None-Match") } == [nil])
+        // The legacy path still asks conditionally for the file it served.
+        let still = ScriptedTransport()
+        still.on(Self.wellKnown, .status(404))
+        still.on(Self.legacy, when: { $0.header("If-None-Match") == "\"v1\"" }, .status(304))
+        let confirmed = await Self.fetch(still, conditional: fromLegacy)
+        #expect(confirmed.code == "ok" && confirmed.httpStatus == 304)
+        #expect(confirmed.findings.first?.code == "legacy-root-path")
     }
 
     @Test func aForbiddenAnswerIsCheckedOnceWithAnotherUserAgent() async {
@@ -256,8 +310,8 @@ struct RunLogicTests {
         transport.on(Self.cdnBase + Self.host, when: { $0.header("If-None-Match") == "\"cdn\"" }, .status(304))
         let stored = Array(Self.good.utf8)
         let conditions = [
-            HostKey(host: Self.host, route: .origin): ConditionalRequest(validators: CacheValidators(etag: "\"origin\""), body: stored, headers: []),
-            HostKey(host: Self.host, route: .cdn): ConditionalRequest(validators: CacheValidators(etag: "\"cdn\""), body: stored, headers: []),
+            HostKey(host: Self.host, route: .origin): ConditionalRequest(validators: CacheValidators(etag: "\"origin\""), body: stored, headers: [], url: Self.wellKnown),
+            HostKey(host: Self.host, route: .cdn): ConditionalRequest(validators: CacheValidators(etag: "\"cdn\""), body: stored, headers: [], url: Self.cdnBase + Self.host),
         ]
         let fetches = [PlannedFetch(host: Self.host, route: .cdn, tier: 0, entryIndexes: []),
                        PlannedFetch(host: Self.host, route: .origin, tier: 0, entryIndexes: [])]
@@ -317,7 +371,8 @@ struct RunLogicTests {
     func theWindowGivesEachHostWhatFetchingItAloneGives(extraCA: Bool) async {
         var options = Self.options
         if extraCA { options.extraCAFile = "/tmp/test-ca.pem" }  // untrusted.test: the system store after the extra CA
-        let stored = ConditionalRequest(validators: CacheValidators(etag: "\"v1\""), body: Array(Self.good.utf8), headers: [])
+        let stored = ConditionalRequest(validators: CacheValidators(etag: "\"v1\""), body: Array(Self.good.utf8), headers: [],
+                                        url: "https://stored.test/.well-known/apple-app-site-association")
         let conditions = [HostKey(host: "stored.test", route: .origin): stored]
 
         let windowed = Self.windowTransport(Self.cdnBase)

@@ -71,4 +71,33 @@ struct RunPipelineRecordingTests {
         }
         #expect(fetched[Self.keys[0]]?.lastResult?.headers.contains(HTTPHeader(name: "X-Note", value: "slash / and \u{e9}")) == true)
     }
+
+    /// A refresh asks conditionally only while the last result is the approved response: after a
+    /// failure, which URL served the file and with which headers is not known, so a 304 would be
+    /// judged without them. The request after the failure goes without validators; the one after
+    /// that approved response carries them again.
+    @Test func afterAFailedRefreshTheNextRequestIsUnconditional() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-unconditional-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var options = FetchOptions()
+        options.retryDelays = []
+        let store = try await Self.store(folder, "store.sqlite")
+        let url = "https://a.example/.well-known/apple-app-site-association"
+        let transport = ScriptedTransport()
+        transport.on(url, .json(RefreshPolicyTests.good, headers: [("ETag", "\"v1\"")]),
+                     .status(500),
+                     .json(RefreshPolicyTests.good, headers: [("ETag", "\"v1\"")]),
+                     .status(304, headers: [("ETag", "\"v1\"")]))
+        let job = RefreshJob(store: store, fetcher: AASAFetcher(transport: transport, options: options),
+                             cdn: CDNFetcher(transport: transport, options: options, base: Self.cdnBase),
+                             prioritizer: DomainPrioritizer(region: nil), owner: "job", batchSize: 10, leaseSeconds: 600)
+        var outcomes: [RefreshOutcome] = []
+        for _ in 0..<4 {
+            let report = try await job.runForced(hosts: [Self.keys[0].host], now: { Self.t0 })
+            outcomes += report.hosts.filter { $0.key == Self.keys[0] }.map(\.outcome)
+        }
+        #expect(transport.requests(to: url).map { $0.header("If-None-Match") } == [nil, "\"v1\"", nil, "\"v1\""])
+        #expect(outcomes.count == 4 && outcomes.last == .notModified, "\(outcomes)")
+    }
 }

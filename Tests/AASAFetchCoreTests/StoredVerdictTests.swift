@@ -32,6 +32,29 @@ struct StoredVerdictTests {
         #expect((long.associations[0].reason ?? "").hasSuffix("(it lists \(many.prefix(5).joined(separator: ", ")) and 2995 more)"), "\((long.associations[0].reason ?? "").prefix(300))")
     }
 
+    /// A stored result is judged as the run judged it: a signed file (stored as its content,
+    /// beside its CMS media type) keeps its `signed-file` warning and its app IDs (it was
+    /// `invalid-json`, so the report called the host unjudged), and a file found only at the
+    /// legacy root path keeps its `legacy-root-path` warning.
+    @Test func aStoredSignedOrLegacyFileIsJudgedAsTheRunJudgedIt() {
+        var signed = RefreshPolicyTests.state(approved: RefreshPolicyTests.good)
+        signed.lastResult = StoredResult(code: "ok", reason: "HTTP 200, 900 bytes", httpStatus: 200,
+                                         url: "https://example.com/.well-known/apple-app-site-association",
+                                         headers: [HTTPHeader(name: "Content-Type", value: "application/pkcs7-mime")],
+                                         body: Array(RefreshPolicyTests.good.utf8), fetchedAt: RefreshPolicyTests.t0)
+        let verdict = StoredVerdict(state: signed, needs: [Self.need(Self.app)])
+        #expect(verdict.status == .associates, "\(verdict.findings)")
+        #expect(verdict.findings.map(\.code) == ["signed-file"])
+
+        var legacy = RefreshPolicyTests.state(approved: RefreshPolicyTests.good)
+        legacy.lastResult = StoredResult(code: "ok", reason: "HTTP 200", httpStatus: 200, url: "https://example.com/apple-app-site-association",
+                                         headers: [HTTPHeader(name: "Content-Type", value: "application/json")],
+                                         body: Array(RefreshPolicyTests.good.utf8), fetchedAt: RefreshPolicyTests.t0)
+        let old = StoredVerdict(state: legacy, needs: [Self.need(Self.app)])
+        #expect(old.status == .associates)
+        #expect(old.findings.map(\.code) == ["legacy-root-path"])
+    }
+
     @Test func theServiceOfTheEntryDecides() {
         let file = #"{"webcredentials":{"apps":["ABCDE12345.com.example.app"]},"applinks":{"details":[]}}"#
         let verdict = StoredVerdict(state: RefreshPolicyTests.state(approved: file),

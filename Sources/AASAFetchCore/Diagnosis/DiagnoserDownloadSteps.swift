@@ -73,7 +73,7 @@ extension Diagnoser.Walk {
         var url = wellKnown
         var httpDetails: [String] = []
         if case .response(let response, _) = outcome, response.status == 404 {
-            let legacy = "https://\(host)\(AASAFetcher.legacyRootPath)"
+            let legacy = AASAFetcher.legacyRootURL(host)
             let fallback = await fetcher.fetchWithRetries(url: legacy, attempts: &attempts)
             if fetcher.evaluate(fallback, host: host, url: legacy).code == "ok" {
                 outcome = fallback
@@ -86,10 +86,7 @@ extension Diagnoser.Walk {
         }
         var result = fetcher.evaluate(outcome, host: host, url: url)
         if url != wellKnown {
-            result.findings.insert(.warning(
-                "legacy-root-path",
-                "the file is served only at \(AASAFetcher.legacyRootPath); Apple's CDN reads only \(AASAFetcher.wellKnownPath), so iOS 14+ devices never see it",
-                location: url, fix: "serve the file at \(wellKnown)"), at: 0)
+            result.findings.insert(AASAFetcher.legacyRootPathWarning(host: host), at: 0)
         }
         result.attempts = attempts
         guard case .response(let response, _) = outcome else { return (result, url, userAgent) }

@@ -73,18 +73,13 @@ public struct AASAFetcher: RouteSide {
         }
 
         if case .response(let response, _) = primary, response.status == 404 {
-            let rootURL = "https://\(host)\(Self.legacyRootPath)"
+            let rootURL = Self.legacyRootURL(host)
             // On the loop and connection the 404 came over (no second TLS handshake).
             let fallback = await fetchWithRetries(url: rootURL, attempts: &attempts, conditional: conditional, after: response.place)
             let rootResult = evaluate(fallback, host: host, url: rootURL)
             if rootResult.code == "ok" {
                 result = rootResult
-                result.findings.insert(.warning(
-                    "legacy-root-path",
-                    "the file is served only at \(Self.legacyRootPath); Apple's CDN reads only \(Self.wellKnownPath), so iOS 14+ devices never see it",
-                    location: rootURL,
-                    fix: "serve the file at \(wellKnownURL)"
-                ), at: 0)
+                result.findings.insert(Self.legacyRootPathWarning(host: host), at: 0)
             } else {
                 let rootState = rootResult.httpStatus.map { "HTTP \($0), \(rootResult.code)" } ?? rootResult.code
                 result.findings.append(.info(
@@ -101,6 +96,19 @@ public struct AASAFetcher: RouteSide {
 
     /// The URL of a host's file at `.well-known`.
     public static func wellKnownURL(_ host: String) -> String { "https://\(host)\(wellKnownPath)" }
+
+    /// The URL of a host's file at the legacy root path.
+    public static func legacyRootURL(_ host: String) -> String { "https://\(host)\(legacyRootPath)" }
+
+    /// The warning on a file found only at the legacy root path.
+    static func legacyRootPathWarning(host: String) -> Finding {
+        .warning(
+            "legacy-root-path",
+            "the file is served only at \(legacyRootPath); Apple's CDN reads only \(wellKnownPath), so iOS 14+ devices never see it",
+            location: legacyRootURL(host),
+            fix: "serve the file at \(wellKnownURL(host))"
+        )
+    }
 
     // MARK: - The first request alone (the fetch stage's path without a task)
 
@@ -125,7 +133,7 @@ public struct AASAFetcher: RouteSide {
         let outcome = answered.result.map(reliesOnExtraCA: relies)
         if !options.retryDelays.isEmpty, isTransient(outcome) { return nil }
         attempts.append(Self.attempt(url: url, answered))
-        return notModified(outcome, conditional: conditional)
+        return notModified(outcome, conditional: conditional?.applying(to: url))
     }
 
     // MARK: - One URL, with retries and the trust-store fallback
@@ -141,6 +149,7 @@ public struct AASAFetcher: RouteSide {
     /// `TransferRequest.after`); retries, which come after a pause, do not.
     func fetchWithRetries(url: String, attempts: inout [FetchAttempt], conditional: ConditionalRequest? = nil, answered: Answer? = nil,
                           after: TransferPlace? = nil) async -> Outcome {
+        let conditional = conditional?.applying(to: url)
         var outcome = await fetchOnce(url: url, attempts: &attempts, headers: conditional?.requestHeaders ?? [], answered: answered, after: after)
         for delay in options.retryDelays {
             guard isTransient(outcome), !Task.isCancelled else { break }
@@ -252,7 +261,9 @@ public struct AASAFetcher: RouteSide {
 
     // MARK: - Verdict on one outcome
 
-    func evaluate(_ outcome: Outcome, host: String, url: String) -> HostFetchResult {
+    /// The verdict on an outcome. `stored`: the response's body is one this fetcher stored, so
+    /// a signed file's body is its content already (see ``classify(_:into:stored:)``).
+    func evaluate(_ outcome: Outcome, host: String, url: String, stored: Bool = false) -> HostFetchResult {
         switch outcome {
         case .failure(let failure):
             let code = failure.kind.rawValue
@@ -267,17 +278,17 @@ public struct AASAFetcher: RouteSide {
                 headers: response.headers.map { HTTPHeader(name: $0.name, value: $0.value) },
                 reliesOnExtraCA: reliesOnExtraCA
             )
-            classify(response, into: &result)
+            classify(response, into: &result, stored: stored)
             return result
         case .notModified(let response, let reliesOnExtraCA):
-            var result = evaluate(.response(response, reliesOnExtraCA: reliesOnExtraCA), host: host, url: url)
+            var result = evaluate(.response(response, reliesOnExtraCA: reliesOnExtraCA), host: host, url: url, stored: true)
             result.httpStatus = 304
             if result.code == "ok" { result.reason = "HTTP 304 Not Modified: the stored file (\(response.body.count) bytes) stands" }
             return result
         }
     }
 
-    private func classify(_ response: TransferResponse, into result: inout HostFetchResult) {
+    private func classify(_ response: TransferResponse, into result: inout HostFetchResult, stored: Bool) {
         let status = response.status
         let url = result.url
         func fail(_ code: String, _ reason: String, fix: String? = nil) {
@@ -332,6 +343,11 @@ public struct AASAFetcher: RouteSide {
         case .signed(let content):
             body = content
             result.findings.append(CMSUnwrapper.signedFinding(size: response.body.count, content: content.count, location: url))
+        case .unusable where stored && CMSUnwrapper.signedMediaTypes.contains(mediaType ?? ""):
+            // A signed file as stored: its content, kept with the headers it came with (a 304
+            // confirms it, or the store judges it again). Its size as served is its Content-Length.
+            result.findings.append(CMSUnwrapper.signedFinding(size: response.header("Content-Length").flatMap { Int(EntryText.trimmed($0[...])) },
+                                                              content: body.count, location: url))
         case .unusable:
             // It was read as JSON: "unexpected byte 0x82 after the end of the JSON value".
             fail("invalid-json", CMSUnwrapper.unusableReason, fix: "serve the plain JSON file")

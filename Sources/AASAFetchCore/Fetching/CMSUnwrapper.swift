@@ -19,15 +19,18 @@ public enum CMSUnwrapper {
     /// How to read `bytes` served with `mediaType` (`nil`: a file on disk). One reading for
     /// `fetch`, `lint`, `diff` and `match --aasa`.
     public static func body(_ bytes: [UInt8], mediaType: String? = nil) -> Body {
-        guard mediaType == "application/pkcs7-mime" || mediaType == "application/pkcs7-signature" || bytes.first == 0x30 else { return .plain }
+        guard signedMediaTypes.contains(mediaType ?? "") || bytes.first == 0x30 else { return .plain }
         if let content = content(of: bytes) { return .signed(content: content) }
         return .unusable
     }
 
-    /// The `signed-file` warning of a signed file of `size` bytes with `content` bytes inside.
-    public static func signedFinding(size: Int, content: Int, location: String?) -> Finding {
+    /// The media types of a CMS-signed body (lower-case, without parameters).
+    public static let signedMediaTypes: Set<String> = ["application/pkcs7-mime", "application/pkcs7-signature"]
+
+    /// The `signed-file` warning of a signed file of `size` bytes (`nil`: not known) with `content` bytes inside.
+    public static func signedFinding(size: Int?, content: Int, location: String?) -> Finding {
         .warning("signed-file",
-                 "the file is CMS-signed (\(size) bytes, \(content) of content); Apple deprecated signed files and will stop reading them",
+                 "the file is CMS-signed (\(size.map { "\($0) bytes, \(content) of content" } ?? "\(content) bytes of content")); Apple deprecated signed files and will stop reading them",
                  location: location, fix: "serve the plain JSON file")
     }
 

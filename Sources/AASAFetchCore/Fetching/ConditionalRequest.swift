@@ -1,8 +1,9 @@
 import CurlTransport
 
 /// What a refresh knows of a host's approved file, to ask for it conditionally: the validators
-/// go out as `If-None-Match` and `If-Modified-Since`; a `304 Not Modified` answer is then judged
-/// on the stored body and headers (the result is `ok` with HTTP status 304).
+/// go out as `If-None-Match` and `If-Modified-Since` to the URL that served the file; a
+/// `304 Not Modified` answer is then judged on the stored body and headers (the result is `ok`
+/// with HTTP status 304).
 public struct ConditionalRequest: Sendable, Hashable {
     /// The validators of the stored approved response.
     public var validators: CacheValidators
@@ -10,12 +11,22 @@ public struct ConditionalRequest: Sendable, Hashable {
     public var body: [UInt8]
     /// The headers of the stored approved response (`Content-Type`, `Cache-Control`, …).
     public var headers: [HTTPHeader]
+    /// The URL that served the approved response. Validators describe one resource: another URL
+    /// (`.well-known` after a file served at the legacy root path, the legacy path after a 404,
+    /// another `--cdn-base`) is asked without them, so its 304 cannot stand for this file.
+    public var url: String
 
     /// Creates a conditional request.
-    public init(validators: CacheValidators, body: [UInt8], headers: [HTTPHeader]) {
+    public init(validators: CacheValidators, body: [UInt8], headers: [HTTPHeader], url: String) {
         self.validators = validators
         self.body = body
         self.headers = headers
+        self.url = url
+    }
+
+    /// This request when `url` is the one that served the file, else `nil` (an unconditional request).
+    func applying(to url: String) -> ConditionalRequest? {
+        url == self.url ? self : nil
     }
 
     /// The request headers it adds.

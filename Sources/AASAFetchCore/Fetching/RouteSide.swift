@@ -20,8 +20,9 @@ protocol RouteSide: Sendable {
 extension RouteSide {
     /// The first request of a host's fetch, with the `--cacert` CA first and `conditional`'s validators.
     func firstRequest(host: String, conditional: ConditionalRequest?) -> TransferRequest {
-        requester.transferRequest(url: firstURL(for: host), caFile: requester.options.extraCAFile,
-                                  headers: conditional?.requestHeaders ?? [])
+        let url = firstURL(for: host)
+        return requester.transferRequest(url: url, caFile: requester.options.extraCAFile,
+                                         headers: conditional?.applying(to: url)?.requestHeaders ?? [])
     }
 
     /// The host's result when the answer to ``firstRequest(host:conditional:)`` decides it alone,

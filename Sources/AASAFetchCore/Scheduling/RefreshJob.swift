@@ -430,8 +430,11 @@ public struct RefreshJob: Sendable {
         var conditions: [HostKey: ConditionalRequest] = [:]
         for state in ordered {
             batch.previous[state.key] = state
-            if let body = state.approvedBody, !state.validators.isEmpty {
-                conditions[state.key] = ConditionalRequest(validators: state.validators, body: body, headers: state.lastApprovedHeaders)
+            // Only while the last result is the approved response: after a failure, which URL
+            // served the file and with which headers is not known, and a 304 would be judged
+            // without them (a signed file's media type, its Cache-Control).
+            if let body = state.approvedBody, !state.validators.isEmpty, let last = state.lastResult, last.code == "ok" {
+                conditions[state.key] = ConditionalRequest(validators: state.validators, body: body, headers: last.headers, url: last.url)
             }
         }
         // Each row over its own route, so its result lands on that row (key = host and route).
@@ -582,10 +585,3 @@ public struct RefreshJob: Sendable {
     }
 }
 
-extension HostState {
-    /// The headers to judge a 304 with: the last result's when it was approved, else a JSON content type.
-    var lastApprovedHeaders: [HTTPHeader] {
-        if let last = lastResult, last.code == "ok" { return last.headers }
-        return [HTTPHeader(name: "Content-Type", value: "application/json")]
-    }
-}

@@ -179,7 +179,11 @@ public struct StoredVerdict: Sendable {
         var result: HostFetchResult
         switch key.route {
         case .origin:
-            result = fetcher.evaluate(.response(response, reliesOnExtraCA: false), host: key.host, url: last.url)
+            result = fetcher.evaluate(.response(response, reliesOnExtraCA: false), host: key.host, url: last.url, stored: true)
+            // A file found only at the legacy root path, as the live run warned.
+            if result.code == "ok", last.url == AASAFetcher.legacyRootURL(key.host) {
+                result.findings.insert(AASAFetcher.legacyRootPathWarning(host: key.host), at: 0)
+            }
         case .cdn:
             result = cdn.judge(.response(response, reliesOnExtraCA: false), host: key.host, url: last.url)
         }
