@@ -38,6 +38,11 @@ final class Transfer {
     private(set) var bodyCut = false
     /// The status of the last status line received (0 before the first).
     private(set) var lastStatus = 0
+    /// Set by the first status line: a blank line before it ends no header block.
+    private(set) var statusLineSeen = false
+    /// The two values of a response that names two different `Content-Length`s (RFC 9112 §6.3:
+    /// not a valid answer; libcurl would use the last one, and then wait for bytes never sent).
+    private(set) var conflictingLengths: (first: String, second: String)?
     /// Set by the blank line that ends the header block of the last status line. Lines after it
     /// are the trailers of a chunked body: counted, but not headers of the response.
     private(set) var headersEnded = false
@@ -327,15 +332,18 @@ final class Transfer {
         while let last = line.last, last.isNewline {
             line.removeLast()
         }
-        if line.hasPrefix("HTTP/") {
+        // A status line starts the first response, or the one after an interim 1xx; after the
+        // final response's headers, a line so shaped is a trailer.
+        if line.hasPrefix("HTTP/"), !statusLineSeen || (headersEnded && (100..<200).contains(lastStatus)) {
             headers.removeAll()  // a new response begins (1xx, or the final one)
             headersEnded = false
+            statusLineSeen = true
             lastStatus = Self.status(ofStatusLine: line)
             if closesUnlessKept { keepConnection(status: lastStatus) }
             return true
         }
         if line.isEmpty {
-            guard lastStatus != 0, !headersEnded else { return true }
+            guard statusLineSeen, !headersEnded else { return true }
             headersEnded = true
             // A 200 answer that announces a body over the limit ends here, before its body.
             if lastStatus == 200, request.failsOnLargeBody, let length = header("Content-Length").flatMap({ Int($0) }),
@@ -356,6 +364,10 @@ final class Transfer {
         guard let colon = line.firstIndex(of: ":") else { return true }
         let name = String(line[..<colon])
         let value = String(line[line.index(after: colon)...]).trimmingWhitespace()
+        if name.equalsIgnoringASCIICase("Content-Length"), let first = header("Content-Length"), first != value {
+            conflictingLengths = (first, value)
+            return false
+        }
         headers.append((name: name, value: value))
         return true
     }
@@ -374,10 +386,18 @@ final class Transfer {
         _ = ccurl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, kept.contains(status) ? 0 : 1)
     }
 
-    /// The status of a status line ("HTTP/1.1 404 Not Found" → 404), 0 when it has none.
+    /// The status of a status line ("HTTP/1.1 404 Not Found" → 404), 0 when it has none: the
+    /// digits after the version and its blanks, at most three, as libcurl reads them (`%3d`, so
+    /// "HTTP/1.1 200\tOK" and "HTTP/1.1 404x" are answers it accepts).
     static func status(ofStatusLine line: String) -> Int {
-        let fields = line.split(separator: " ", maxSplits: 2)
-        return fields.count > 1 ? Int(fields[1]) ?? 0 : 0
+        var bytes = line.utf8.drop { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+        bytes = bytes.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        var status = 0
+        for byte in bytes.prefix(3) {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { break }
+            status = status * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return status
     }
 
     /// The value of the first header of the current response with this name.
@@ -428,7 +448,7 @@ final class Transfer {
             }
             return .success(makeResponse())
         }
-        if headersEnded, lastStatus != 200 || !request.failsOnLargeBody, bodyCut || code == CURLE_BAD_CONTENT_ENCODING {
+        if headersEnded, lastStatus != 200 || !request.failsOnLargeBody, bodyCut || undecodable(code) {
             var response = makeResponse()
             response.bodyTruncated = true
             return .success(response)
@@ -456,10 +476,29 @@ final class Transfer {
         return response
     }
 
+    /// Whether libcurl ended the transfer because it could not decode the body as its
+    /// `Content-Encoding` says: `CURLE_BAD_CONTENT_ENCODING`, or a write error none of this
+    /// transfer's callbacks caused (libcurl 7.88's gzip decoder reports bytes after the end of
+    /// the compressed stream as `CURLE_WRITE_ERROR`).
+    private func undecodable(_ code: CURLcode) -> Bool {
+        code == CURLE_BAD_CONTENT_ENCODING
+            || code == CURLE_WRITE_ERROR && !bodyLimitExceeded && !bodyCut && !headerLimitExceeded && announcedLength == nil && conflictingLengths == nil
+    }
+
     /// Builds the failure for a transfer that ended with `code`.
     func makeFailure(_ code: CURLcode) -> TransferFailure {
-        let verifyResult = longInfo(CURLINFO_SSL_VERIFYRESULT)
+        if let conflictingLengths {
+            return TransferFailure(
+                kind: .invalidResponse,
+                curlCode: Int(code.rawValue),
+                message: "the answer names two different lengths (Content-Length: \(conflictingLengths.first) and \(conflictingLengths.second)); it is not valid HTTP")
+        }
         var text = String(cString: errorBuffer)
+        if code == CURLE_WRITE_ERROR, undecodable(code) {
+            text = "bytes follow the end of the compressed data"
+        }
+        let code = undecodable(code) ? CURLE_BAD_CONTENT_ENCODING : code
+        let verifyResult = longInfo(CURLINFO_SSL_VERIFYRESULT)
         if text.isEmpty {
             text = Self.describe(code)
         }

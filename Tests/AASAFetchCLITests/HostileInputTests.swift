@@ -241,6 +241,63 @@ struct HostileInputTests {
         #expect(trailer?.findingCodes.contains("content-type") == true, "\(trailer ?? [:])")
     }
 
+    /// Answers libcurl reads one way and the tool read another:
+    /// - a status line libcurl accepts (`%3d`: "200\tOK", "404x") was no status at all, so a
+    ///   whole answer was "closed before the response's headers ended", and a 404 lost its
+    ///   legacy-path fallback;
+    /// - a chunked trailer shaped as a status line started a new response;
+    /// - two different `Content-Length`s (RFC 9112 §6.3) waited for bytes never sent (`timeout`);
+    /// - bytes after a gzip stream (libcurl's `CURLE_WRITE_ERROR`) were `transfer-failure`
+    ///   whatever the status: a 404 so sent never tried the legacy path;
+    /// - a status of 999 was retried as a 5xx.
+    @Test func statusLinesTrailersLengthsAndEncodingsAsLibcurlReadsThem() async throws {
+        let ca = try TestCA.shared()
+        let file = #"{"applinks":{"details":[{"appIDs":["\#(Self.appID)"],"components":[{"/":"/*"}]}]}}"#
+        let length = file.utf8.count
+        let chunk = String(length, radix: 16)
+        var gzip404 = FaultBehavior.respond(status: 404, body: "<html>not found</html>", gzip: true)
+        gzip404.afterGzip = "\r\n"
+        var gzip200 = FaultBehavior.respond(status: 200, headers: [("Content-Type", "application/json")], body: file, gzip: true)
+        gzip200.afterGzip = "\n"
+        let legacy = FaultBehavior.respond(status: 200, headers: [("Content-Type", "application/json")], body: file)
+        let script = FaultScript(
+            hosts: [
+                "tabstatus.fault.test": .raw("HTTP/1.1 200\tOK\r\nContent-Type: application/json\r\nContent-Length: \(length)\r\n\r\n\(file)"),
+                "twolengths.fault.test": .raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(length)\r\nContent-Length: \(length + 5)\r\n\r\n\(file)"),
+                "trailerstatus.fault.test": .raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\(chunk)\r\n\(file)\r\n0\r\nHTTP/x 200 :y\r\n\r\n"),
+                "gzipextra.fault.test": gzip200,
+                "status999.fault.test": .respond(status: 999, body: file),
+                // The host's first request (.well-known), then the legacy path.
+                "suffix404.fault.test": .sequence([.raw("HTTP/1.1 404x NF\r\nContent-Length: 0\r\n\r\n"), legacy]),
+                "gzip404.fault.test": .sequence([gzip404, legacy]),
+            ])
+        let server = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]))
+        defer { server.stop() }
+        let names = ["tabstatus", "twolengths", "trailerstatus", "gzipextra", "status999", "suffix404", "gzip404"]
+        let run = try ToolRunner.run(names.flatMap { ["--domain", "applinks:\($0).fault.test"] } + [
+            "--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private", "--retry-delays", "0,0", "--quiet",
+            "--app-id", Self.appID, "--json", "--max-time", "60", "--no-store",
+        ])
+        #expect(run.status == 1, "\(run.stderr)")
+        let report = try run.json()
+        func record(_ name: String) -> [String: Any] { report.domain("\(name).fault.test") ?? [:] }
+        func attempts(_ name: String) -> Int { (record(name)["attempts"] as? [Any])?.count ?? -1 }
+        #expect(record("tabstatus")["code"] as? String == "ok", "\(record("tabstatus"))")
+        #expect(record("trailerstatus")["code"] as? String == "ok", "\(record("trailerstatus"))")
+        #expect(record("twolengths")["code"] as? String == "invalid-response", "\(record("twolengths"))")
+        #expect((record("twolengths")["reason"] as? String)?.contains("two different lengths") == true)
+        #expect(attempts("twolengths") == 1, "not retried")
+        #expect(record("gzipextra")["code"] as? String == "invalid-response", "\(record("gzipextra"))")
+        #expect((record("gzipextra")["reason"] as? String)?.contains("Content-Encoding") == true)
+        #expect(attempts("gzipextra") == 1, "not retried")
+        for name in ["suffix404", "gzip404"] {
+            #expect(record(name)["code"] as? String == "ok", "\(name): \(record(name))")
+            #expect(record(name).findingCodes.first == "legacy-root-path", "\(name): \(record(name))")
+        }
+        #expect(record("status999")["code"] as? String == "http-unexpected-status", "\(record("status999"))")
+        #expect(attempts("status999") == 1, "not retried as a 5xx")
+    }
+
     /// A CA file or endpoint libcurl cannot use is the run's fault, never the hosts': a CA file
     /// that cannot be read or holds no certificate, and a `--connect-to` or `--resolve` port or
     /// address libcurl cannot read, are usage errors before anything runs (every host used to be

@@ -18,6 +18,8 @@ public struct FaultBehavior: Sendable, Hashable, Encodable {
     public var `repeat`: Int?
     /// Whether to gzip the body and send `Content-Encoding: gzip`.
     public var gzip: Bool?
+    /// Text sent after the gzip stream, as part of the body (bytes libcurl's decoder refuses).
+    public var afterGzip: String?
     /// Whether to use chunked encoding without `Content-Length`.
     public var chunked: Bool?
     /// The `Content-Length` announced by `stall-after-headers` and `reset-mid-body`.

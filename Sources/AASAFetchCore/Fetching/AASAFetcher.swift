@@ -170,7 +170,7 @@ public struct AASAFetcher: RouteSide {
     func isTransient(_ outcome: Outcome) -> Bool {
         switch outcome {
         case .response(let response, _):
-            return response.status >= 500 || response.status == 429
+            return (500..<600).contains(response.status) || response.status == 429
         case .notModified:
             return false
         case .failure(let failure):

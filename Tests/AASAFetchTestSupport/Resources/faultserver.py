@@ -17,8 +17,8 @@ A behaviour B is an object with "action":
                        "partialBytes" (default 100) bytes, then reset the connection (SO_LINGER 0)
   respond              "status" (200), "headers" ({name: value} or [[name, value]]), "body" (text)
                        or "bodyBase64", "repeat" (repeat the body N times), "gzip" (gzip-encode
-                       and send Content-Encoding: gzip), "chunked" (chunked encoding, no
-                       Content-Length)
+                       and send Content-Encoding: gzip; "afterGzip": text sent after the gzip
+                       stream, inside the body), "chunked" (chunked encoding, no Content-Length)
   slow                 like respond, but the body is dripped "dripBytes" (default 1) at a time
                        every "dripInterval" seconds (default 0.5)
   barrier              hold the request until "count" requests with a barrier behaviour have arrived
@@ -219,7 +219,7 @@ def perform(conn, behaviour):
     if action == "big-header":
         headers.append(("X-Big", "b" * int(behaviour.get("headerBytes", 1024 * 1024))))
     if behaviour.get("gzip"):
-        body = gzip.compress(body)
+        body = gzip.compress(body) + behaviour.get("afterGzip", "").encode()
         headers.append(("Content-Encoding", "gzip"))
     chunked = bool(behaviour.get("chunked"))
     if chunked:
