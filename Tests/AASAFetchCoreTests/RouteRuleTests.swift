@@ -70,4 +70,29 @@ struct RoutedComparisonTests {
         cdn.findings = [.error("cdn-unreachable", "no answer", fix: "check the network path")]
         #expect(RoutedRun.compare(origin: origin, originAssociated: true, cdn: cdn, cdnAssociated: nil).findings.map(\.code) == ["cdn-unreachable"])
     }
+
+    /// A copy the CDN serves and caches (a 200 that is no usable file) says how old it is and
+    /// how long it stays, as every other `cdn-stale` does.
+    @Test func anUnusableCDNCopyGivesTheCDNsCacheHeaders() {
+        let origin = HostFetchResult(host: "example.com", route: .origin, url: "https://example.com/.well-known/apple-app-site-association",
+                                     code: "ok", reason: "HTTP 200")
+        var cdn = HostFetchResult(host: "example.com", route: .cdn, url: "https://cdn.test/a/v1/example.com", code: "invalid-json",
+                                  reason: "the body is not valid JSON", httpStatus: 200)
+        var headers = CDNHeaders(httpStatus: 200)
+        headers.age = 77
+        headers.cacheControl = "max-age=21600"
+        cdn.cdn = headers
+        let message = RoutedRun.compare(origin: origin, originAssociated: true, cdn: cdn, cdnAssociated: false).findings.first?.message
+        #expect(message?.hasSuffix("; Age 77 s, Cache-Control max-age=21600") == true, "\(message ?? "")")
+    }
+
+    /// Keys devices ignore (`"comment"`) are no difference between the CDN's copy and the origin's.
+    @Test func anIgnoredTopLevelKeyIsNoDifference() throws {
+        let file = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"/":"/buy/*"}]}]}}"#
+        let commented = #"{"comment":"deployed 2024-05-01","applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"components":[{"/":"/buy/*"}]}]}}"#
+        let plain = try #require(AASADecoder.decode(Array(file.utf8)).document)
+        let withComment = try #require(AASADecoder.decode(Array(commented.utf8)).document)
+        #expect(AASADiff.changes(from: withComment, to: plain).isEmpty)
+        #expect(AASADiff.changes(from: plain, to: withComment).isEmpty)
+    }
 }

@@ -56,6 +56,16 @@ struct URLPartsTests {
         #expect(compiled.decide(url: "https://example.com/x%20y", appID: MatcherFixture.app).decision == .match)
     }
 
+    /// The line protocol's `domain` is read as a URL's host (`match --host` reads it so too): a
+    /// Unicode or upper-case domain is the same host as its Punycode (it never matched).
+    @Test func theLineProtocolsDomainIsReadAsAHost() throws {
+        let compiled = try MatcherFixture.compiled(MatcherFixture.components(##"[{"/":"/a"}]"##))
+        for domain in ["bücher.example", "BÜCHER.example", "xn--bcher-kva.example", "Xn--Bcher-Kva.Example."] {
+            #expect(compiled.decide(url: "https://bücher.example/a", appID: MatcherFixture.app, domain: domain).decision == .match, "\(domain)")
+        }
+        #expect(compiled.decide(url: "https://other.example/a", appID: MatcherFixture.app, domain: "bücher.example").decision == .noMatch)
+    }
+
     @Test func onlyHTTPAndHTTPSAreUniversalLinks() throws {
         let compiled = try MatcherFixture.compiled(MatcherFixture.components(##"[{"/":"*"}]"##))
         #expect(compiled.decide(url: "HTTP://example.com/x", appID: MatcherFixture.app).decision == .match)

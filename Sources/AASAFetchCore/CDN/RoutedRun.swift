@@ -235,7 +235,9 @@ public enum RoutedRun {
             // A warning with a `cdn-…` code, as every CDN warning: a copy the CDN serves that is
             // not usable (`invalid-json`, …) differs in meaning from the origin's file.
             let code = cdn.code.hasPrefix("cdn-") ? cdn.code : "cdn-stale"
-            let message = "Apple's CDN has no usable copy: " + (code == cdn.code ? cdn.reason : "\(cdn.code): \(cdn.reason)")
+            var message = "Apple's CDN has no usable copy: " + (code == cdn.code ? cdn.reason : "\(cdn.code): \(cdn.reason)")
+            // A copy it serves (a 200 that is not a usable file) is cached as any other.
+            if cdn.httpStatus == 200 { message += "; \(cache)" }
             return (nil, [.warning(code, message, location: cdn.url, fix: primary?.fix)])
         }
     }

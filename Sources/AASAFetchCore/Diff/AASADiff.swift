@@ -334,8 +334,10 @@ public enum AASADiff {
     /// The changes from `old` to `new`; empty when they mean the same.
     public static func changes(from old: AASADocument, to new: AASADocument) -> [AASAChange] {
         var changes: [AASAChange] = []
-        let oldServices = Set(old.services)
-        let newServices = Set(new.services)
+        // Only the services devices read: a key they ignore (`"comment": "deployed today"`)
+        // holds nothing that decides anything (the decoder keeps no content for it).
+        let oldServices = Set(old.services.filter(\.isKnown))
+        let newServices = Set(new.services.filter(\.isKnown))
         for service in oldServices.union(newServices).sorted() {
             switch (oldServices.contains(service), newServices.contains(service)) {
             case (false, true):

@@ -70,10 +70,12 @@ public struct CompiledAssociation: Sendable {
 
     /// Decides as the line protocol does: the file was served for `domain` and the app's
     /// entitlement is `applinks:<domain>`, so a URL whose host differs is
-    /// ``MatchDecision/noMatch``; an empty or `nil` domain skips the host check.
+    /// ``MatchDecision/noMatch``; an empty or `nil` domain skips the host check. The domain is
+    /// read as a URL's host is (lower case, Unicode in Punycode), as `match --host` reads it.
     public func decide(url: String, appID: String, domain: String?) -> MatchOutcome {
-        guard let domain, !domain.isEmpty else { return decide(url: url, appID: appID) }
-        let matcher = URLMatcher(entitlementDomains: [domain], files: [domain: self])
+        guard let written = domain, !written.isEmpty else { return decide(url: url, appID: appID) }
+        let host = URLParts.normalisedHost(written)
+        let matcher = URLMatcher(entitlementDomains: [host], files: [host: self])
         return matcher.decide(url: url, appID: appID).outcome
     }
 
