@@ -99,11 +99,13 @@ extension AASAFetchCommand.Refresh {
         console.out("aasa-fetch refresh \(Timestamp.string(report.now)): \(Plural.count(report.hosts.count, "host")) fetched now, \(Plural.count(count, "change"))\(report.broken ? ", association broken" : "")")
         let width = min(40, (report.hosts.map(\.key.description.count).max() ?? 10) + 2)
         for host in report.hosts {
-            let good = host.outcome == .approved || host.outcome == .notModified
+            // What `show` says of the host: a file that does not list an app that needs it fails.
+            let good = (host.outcome == .approved || host.outcome == .notModified) && host.associated != false
             let mark = good ? console.paint("✔", .green) : console.paint("✘", .red)
             let name = host.key.description
             let padded = name.count >= width ? name + " " : name + String(repeating: " ", count: width - name.count)
-            console.out("\(mark) \(padded)\(host.httpStatus.map(String.init) ?? "---")  \(host.code)  \(host.reason)")
+            let (code, reason) = host.notListed.map { ($0.code, $0.message) } ?? (host.code, host.reason)
+            console.out("\(mark) \(padded)\(host.httpStatus.map(String.init) ?? "---")  \(code)  \(reason)")
         }
         for host in report.hosts {
             for event in host.events {

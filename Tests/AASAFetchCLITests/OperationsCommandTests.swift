@@ -121,6 +121,19 @@ struct OperationsCommandTests {
         #expect(Self.difference(sites.requestCounts(), before) == expected)
         let states = try await sites.store().allHosts()
         #expect(states.allSatisfy { $0.lease == nil && $0.nextCheck > Date() })
+        // Whether each host associates, beside the download's own code: old.example.com's file
+        // downloads fine but does not list the app.
+        let associated = Dictionary(uniqueKeysWithValues: ((try all.json()["hosts"] as? [[String: Any]]) ?? []).map {
+            ($0["host"] as? String ?? "", "\($0["code"] ?? "") \($0["associated"].map { "\($0)" } ?? "absent")")
+        })
+        #expect(associated["old.example.com"] == "ok 0", "\(associated)")
+        #expect(associated["www.example.com"] == "http-redirect 0", "\(associated)")
+        #expect(associated["example.com"] == "ok 1", "\(associated)")
+        // The human line says what `show` says: ✘ and app-not-listed (it was ✔ ok).
+        let notListed = try sites.run(["refresh", "--host", "old.example.com"] + sites.network)
+        #expect(notListed.status == 0, "nothing changed: \(notListed.stderr)")
+        let line = notListed.stdout.split(separator: "\n").first { $0.contains("old.example.com") }.map(String.init) ?? ""
+        #expect(line.hasPrefix("✘ old.example.com") && line.contains("  app-not-listed  ABCDE12345.com.example.app is not listed"), "stdout: \(notListed.stdout)")
         before = sites.requestCounts()
 
         // A host another process holds is left to it, and said so.

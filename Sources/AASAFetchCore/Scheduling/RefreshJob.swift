@@ -22,9 +22,32 @@ public struct RefreshedHost: Sendable, Encodable {
     public var hasApprovedFile: Bool
     /// The changes recorded in the history.
     public var events: [HistoryEvent]
+    /// Whether every app ID that needs the host is listed for its entry's service in the file:
+    /// `false` after a failed download, `nil` when no app ID is recorded for the host.
+    public var associated: Bool? = nil
+    /// The first app ID the approved file does not list (`app-not-listed`), when one is not.
+    public var notListed: Finding? = nil
     /// The fix of the download's failure, as a live run gives it (`nil` when it did not fail or
     /// has no clear fix). Not in the JSON shape (the CI formats show it).
     public var fix: String? = nil
+
+    /// Fills ``associated`` and ``notListed`` from the download and the entries that need the
+    /// host, as a run judges it: a failure associates nothing; an approved file lists each app ID
+    /// for its entry's service, or the first it does not is `app-not-listed`.
+    mutating func judge(_ result: HostFetchResult, needs: [EntryNeed]) {
+        let apps = needs.filter { !$0.appID.isEmpty }
+        guard !apps.isEmpty else { return }
+        guard outcome == .approved || outcome == .notModified, let document = result.document else {
+            associated = false
+            return
+        }
+        if let missing = apps.first(where: { !document.appIDs(for: $0.service).contains($0.appID) }) {
+            associated = false
+            notListed = AssociationJudge.notListed(missing.appID, service: missing.service, document: document, host: key.host, location: missing.entry)
+        } else {
+            associated = true
+        }
+    }
 
     /// Whether one of its changes means an association broke.
     public var isBreaking: Bool { events.contains { $0.kind.isBreaking } }
@@ -41,6 +64,7 @@ public struct RefreshedHost: Sendable, Encodable {
         var consecutiveFailures: Int
         var nextCheck: Date
         var approvedFileKept: Bool
+        var associated: Bool?
         var events: [HistoryEvent]
 
         init(_ host: RefreshedHost) {
@@ -54,6 +78,7 @@ public struct RefreshedHost: Sendable, Encodable {
             consecutiveFailures = host.consecutiveFailures
             nextCheck = host.nextCheck
             approvedFileKept = host.hasApprovedFile
+            associated = host.associated
             events = host.events
         }
     }
@@ -259,13 +284,15 @@ public struct StoreRecorder: Sendable {
             }
             let (key, result, update) = item
             let before = previous[key]
-            recorded.append(RefreshedHost(
+            var host = RefreshedHost(
                 key: key, outcome: update.outcome, code: result.code, reason: result.reason, httpStatus: result.httpStatus,
                 previousCode: before?.lastResult?.code, consecutiveFailures: update.consecutiveFailures,
                 nextCheck: update.nextCheck, hasApprovedFile: update.approvedBody != nil || before?.approvedSize != nil,
                 events: update.events,
                 fix: result.findings.first { $0.code == result.code && $0.severity == .error }?.fix
-            ))
+            )
+            host.judge(result, needs: needs[key] ?? [])
+            recorded.append(host)
         }
         if let owner, !abandoned.isEmpty {
             try await store.release(abandoned, owner: owner)
