@@ -119,6 +119,17 @@ struct CIFormatTests {
         #expect(try EntitlementsFile.parse(binary).associatedDomainLines == nil)
     }
 
+    /// The rule ids of a SARIF log's results that have no `ruleIndex`, or one that is not their
+    /// code's place in the catalogue (the log's `rules`).
+    static func resultsWithoutTheirRule(_ text: String) -> [String] {
+        guard let log = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              let runs = log["runs"] as? [[String: Any]] else { return ["(not a SARIF log)"] }
+        return runs.flatMap { ($0["results"] as? [[String: Any]]) ?? [] }.compactMap { result in
+            let id = result["ruleId"] as? String ?? ""
+            return result["ruleIndex"] as? Int == CodeCatalogue.position(of: id) && CodeCatalogue.position(of: id) != nil ? nil : id
+        }
+    }
+
     @Test func theCatalogueHasEveryDocumentedFindingCodeOnce() throws {
         let codes = CodeCatalogue.all.map(\.code)
         #expect(Set(codes).count == codes.count, "a code is catalogued twice")
@@ -252,6 +263,12 @@ struct CIFormatTests {
         for (index, problems) in try CIFormatValidator.sarifProblems(logs).enumerated() {
             #expect(problems.isEmpty, "SARIF log \(index): \(problems)\n\(logs[index].prefix(400))")
         }
+        // Every finding names its rule by position (`legacy-root-path-tried` had none); a file
+        // or a run that could not be read is an error of the run, which no rule describes.
+        for (index, text) in logs.enumerated() {
+            let unruled = Self.resultsWithoutTheirRule(text).filter { $0 != "file-unreadable" }
+            #expect(unruled.isEmpty, "SARIF log \(index): \(unruled)")
+        }
         // Every JUnit document parses, with counts that match its cases.
         let documents = [junit, listJUnit, lintJUnit, diagnoseJUnit, failedJUnit].map(\.stdout)
         let parsed = try CIFormatValidator.junit(documents)
@@ -312,6 +329,8 @@ struct CIFormatTests {
         let log = try #require(try JSONSerialization.jsonObject(with: Data(sarif.stdout.utf8)) as? [String: Any])
         let results = try #require(((log["runs"] as? [[String: Any]])?.first)?["results"] as? [[String: Any]])
         #expect(results.map { "\($0["ruleId"] ?? "") \($0["level"] ?? "")" } == ["http-client-error error", "app-not-listed error", "changed note"])
+        // The notices titled by the change have their rules too (`changed` had none).
+        #expect(Self.resultsWithoutTheirRule(sarif.stdout).isEmpty, "\(Self.resultsWithoutTheirRule(sarif.stdout))")
         let artifact = ((results.first?["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any])?["artifactLocation"] as? [String: Any]
         #expect(artifact?["uri"] as? String == "https://\(h1)/.well-known/apple-app-site-association")
 

@@ -84,6 +84,7 @@ public enum CodeCatalogue {
         w("content-type", "The file is not served as application/json.", "Serve the file with Content-Type: application/json."),
         w("legacy-root-path", "The file is served only at /apple-app-site-association; Apple's CDN reads only /.well-known/.", "Serve the file at https://HOST/.well-known/apple-app-site-association."),
         w("signed-file", "A CMS-signed file, which iOS 9+ no longer needs.", "Serve the plain JSON file."),
+        n("legacy-root-path-tried", "After a 404 at /.well-known/, the legacy root path was tried and failed too.", serve),
         // Association
         e("app-not-listed", "The app ID is not listed for the entry's service in the host's file.", "Add the app ID to the appIDs of a detail under applinks.details (or to SERVICE.apps)."),
         w("app-id-unknown", "No app ID was given, so association is not judged.", "Pass --app-id TEAMID.bundle.id, or use entitlements with application-identifier."),
@@ -97,6 +98,12 @@ public enum CodeCatalogue {
         e("cdn-http-error", "Apple's CDN answers an unexpected status.", "Check the origin and try again later."),
         e("cdn-unreachable", "No answer from Apple's CDN.", "Check the network path to app-site-association.cdn-apple.com."),
         w("cdn-stale", "Apple's CDN's copy differs in meaning from the origin's file.", "Wait for the CDN to refresh (about a day), or check that the origin serves what you expect."),
+        // refresh in a CI format: the notices titled by the change, and the run's warnings
+        n("changed", "refresh: the host's file changed in meaning.", "Check that the change was meant."),
+        n("approved", "refresh: the host serves an approved file again (or for the first time).", "Nothing to do."),
+        n("association-gained", "refresh: the file now lists an app ID that needs the host.", "Nothing to do."),
+        w("lease-lost", "refresh: another process recorded the host meanwhile; its result stands.", "If leases lapse, raise refresh --lease."),
+        w("stopped", "refresh: hosts abandoned by a stop, not recorded.", "Run the refresh again; they are still due."),
         // User agents
         w("user-agent-blocked", "The origin refuses Apple's downloader's user agent but serves another.", "Allow the AASA-Bot user agent (and Apple's CDN's) to fetch the file."),
         w("user-agent-differs", "The origin answers other user agents differently.", "Serve the same file to every user agent."),
