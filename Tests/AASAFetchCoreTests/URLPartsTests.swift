@@ -1,4 +1,5 @@
 import AASAFetchCore
+import Foundation
 import Testing
 
 struct URLPartsTests {
@@ -64,6 +65,34 @@ struct URLPartsTests {
             #expect(compiled.decide(url: "https://bücher.example/a", appID: MatcherFixture.app, domain: domain).decision == .match, "\(domain)")
         }
         #expect(compiled.decide(url: "https://other.example/a", appID: MatcherFixture.app, domain: "bücher.example").decision == .noMatch)
+    }
+
+    /// A query dictionary of many names is looked up by an index of the URL's items past the
+    /// first few names (it rescanned every item for each name): the same rule either way — every
+    /// occurrence must match, an absent name reads as "", names and values decoded and folded
+    /// as the component says.
+    @Test func manyQueryNamesDecideAsFewDo() throws {
+        let names = (0..<12).map { "k\($0)" }
+        let dictionary = names.enumerated().map { "\"\($0.element)\":\"\($0.offset == 11 ? "" : "v?")\"" }.joined(separator: ",")
+        for caseSensitive in [true, false] {
+          for percentEncoded in [true, false] {
+            let compiled = try MatcherFixture.compiled(MatcherFixture.components(
+                ##"[{"?":{"## + dictionary + ##"},"caseSensitive":"## + (caseSensitive ? "true" : "false")
+                    + ##","percentEncoded":"## + (percentEncoded ? "true" : "false") + ##"}]"##))
+            func decide(_ query: String) -> MatchDecision {
+                compiled.decide(url: "https://example.com/p?" + query, appID: MatcherFixture.app).decision
+            }
+            let all = names.dropLast().map { "\($0)=v1" }.joined(separator: "&")
+            #expect(decide(all) == .match, "every name but the last, whose pattern is empty")
+            #expect(decide(all + "&k10=v2&other=x") == .match, "a second occurrence that matches")
+            #expect(decide(all + "&k10=no") == .noMatch, "every occurrence must match (a late name)")
+            #expect(decide(all + "&k11=x") == .noMatch, "the last name is present, and not empty")
+            #expect(decide(names.dropLast().dropLast().map { "\($0)=v1" }.joined(separator: "&")) == .noMatch, "k10 absent reads as \"\"")
+            #expect(decide(all.replacingOccurrences(of: "k10=v1", with: "%6B10=v1")) == (percentEncoded ? .noMatch : .match),
+                    "names are decoded unless percentEncoded")
+            #expect(decide(all.replacingOccurrences(of: "k10=v1", with: "K10=V1")) == (caseSensitive ? .noMatch : .match))
+          }
+        }
     }
 
     @Test func onlyHTTPAndHTTPSAreUniversalLinks() throws {

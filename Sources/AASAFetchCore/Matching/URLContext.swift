@@ -43,7 +43,15 @@ struct URLContext {
     final class Derived {
         var texts = [[UInt8]?](repeating: nil, count: 12)
         var items = [[(name: [UInt8], value: [UInt8])]?](repeating: nil, count: 4)
+        /// Query names looked up so far (``queryItemMatches(name:pattern:percentEncoded:)``).
+        var itemLookups = 0
+        /// Per variant of ``items``: each name's item positions, built once lookups are many.
+        var itemIndexes = [[[UInt8]: [Int]]?](repeating: nil, count: 4)
     }
+
+    /// Query-name lookups one URL answers by scanning its items; past them, by an index of the
+    /// items by name (a dictionary of 20,000 names against 60,000 items took 52 s by scanning).
+    static let scannedLookups = 8
 
     let input: URLInput
     private var derived: Derived?
@@ -166,6 +174,23 @@ struct URLContext {
 
     /// Whether every item called `name` matches `pattern` (an absent item reads as `""`).
     mutating func queryItemMatches(name: [UInt8], pattern: CompiledPattern, percentEncoded: Bool) -> Bool {
+        let store = store()
+        store.itemLookups += 1
+        if store.itemLookups > Self.scannedLookups {
+            let items = items(percentEncoded: percentEncoded, caseSensitive: pattern.caseSensitive)
+            let slot = (percentEncoded ? 0 : 1) + (pattern.caseSensitive ? 0 : 2)
+            let index: [[UInt8]: [Int]]
+            if let built = store.itemIndexes[slot] {
+                index = built
+            } else {
+                var built: [[UInt8]: [Int]] = [:]
+                for (position, item) in items.enumerated() { built[item.name, default: []].append(position) }
+                store.itemIndexes[slot] = built
+                index = built
+            }
+            guard let positions = index[name] else { return pattern.matches(prepared: UnsafeBufferPointer(start: nil, count: 0)) }
+            return positions.allSatisfy { position in items[position].value.withUnsafeBufferPointer { pattern.matches(prepared: $0) } }
+        }
         var found = false
         var allMatch = true
         if percentEncoded && pattern.caseSensitive {
