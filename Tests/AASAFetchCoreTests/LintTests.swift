@@ -125,6 +125,26 @@ struct LintTests {
         #expect(found.fix?.isEmpty == false)
     }
 
+    /// A legacy path is matched with the file's substitution variables, as a component is: lint
+    /// counts a variable it uses as used (it said "not used by any component"), reports one it
+    /// does not define, and the matcher matches it (the file's own variables never matched,
+    /// built-in ones did), with an explanation of the same rule.
+    @Test func legacyPathsUseTheFilesVariables() throws {
+        let file = #"{"applinks":{"details":[{"appID":"ABCDE12345.com.example.app","paths":["NOT /$(v)/private","/$(v)/*","/id/$(digit)","/$(nope)/x"]}],"substitutionVariables":{"v":["en","fr"]}}}"#
+        let findings = AASALinter.lint(Array(file.utf8))
+        #expect(!findings.contains { $0.code == "variable-unused" }, "\(findings)")
+        #expect(findings.contains { $0.code == "undefined-variable" && $0.location == "/applinks/details/0/paths/3" }, "\(findings)")
+        let compiled = CompiledAssociation(document: try #require(AASADecoder.decode(Array(file.utf8)).document))
+        func decide(_ path: String) -> MatchDecision { compiled.decide(url: "https://example.com" + path, appID: Self.app).decision }
+        #expect(decide("/en/home") == .match)
+        #expect(decide("/fr/private") == .exclude)
+        #expect(decide("/de/home") == .noMatch)
+        #expect(decide("/id/7") == .match)
+        let unused = #"{"applinks":{"details":[{"appID":"ABCDE12345.com.example.app","paths":["/a/*"]}],"substitutionVariables":{"v":["en"]}}}"#
+        #expect(AASALinter.lint(Array(unused.utf8)).first { $0.code == "variable-unused" }?.message
+                    .hasPrefix("substitution variable \"v\" is not used by any component or legacy path") == true)
+    }
+
     @Test func cleanFilesAreSilent() {
         let clean = [
             Self.components(##"{"#":"no","exclude":true},{"/":"/buy/*"},{"/":"/help/*","?":{"articleNumber":"????"}},{"/":"/$(lang)_$(region)/$(food)/"}"##,

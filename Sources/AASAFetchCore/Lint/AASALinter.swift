@@ -336,7 +336,7 @@ struct Linter {
         }
         for name in applinks.substitutionVariables.keys.sorted() where !usedVariables.contains(name) {
             add(
-                "variable-unused", .info, "substitution variable \"\(name)\" is not used by any component",
+                "variable-unused", .info, "substitution variable \"\(name)\" is not used by any component or legacy path",
                 at: pointer + "/substitutionVariables/" + JSONPointer.escape(name), fix: "Remove it, or reference it as $(\(name)).")
         }
     }
@@ -425,6 +425,12 @@ struct Linter {
                 for reference in Self.variableReferences(pattern.text) {
                     if case .name(let n) = reference { used.insert(n) }
                 }
+            }
+        }
+        // Legacy paths, where they decide (a detail without components).
+        for path in applinks.details.filter({ $0.components == nil }).flatMap({ $0.paths ?? [] }) {
+            for reference in Self.variableReferences(path.hasPrefix("NOT ") ? String(path.dropFirst(4)) : path) {
+                if case .name(let n) = reference { used.insert(n) }
             }
         }
         return used
@@ -622,7 +628,7 @@ struct Linter {
                     "empty-paths", .warning, "\"paths\" is empty, so this detail matches no URL",
                     at: JSONPointer.appending(detail.location, "paths"), fix: "List path patterns, or remove the detail.")
             }
-            legacyPaths(detail, json: json)
+            legacyPaths(detail, json: json, variables: applinks.substitutionVariables)
         }
     }
 
@@ -731,19 +737,26 @@ struct Linter {
                 "the pattern has non-ASCII characters but is matched percent-encoded (URLs are ASCII), so they never match",
                 at: pattern.pointer, fix: "Percent-encode the characters, or add \"percentEncoded\": false.")
         }
-        let states = CompiledPattern.automatonStates(text, role: { if case .path = pattern.part { return .path } else { return .plain } }(), variables: variables)
+        budgetAndVariables(text, role: { () -> PatternRole in if case .path = pattern.part { return .path } else { return .plain } }(), pointer: pattern.pointer,
+                           variables: variables)
+    }
+
+    /// What every pattern is checked for, a component's or a legacy path's: its automaton
+    /// states against the budget, and its variable references.
+    mutating func budgetAndVariables(_ text: String, role: PatternRole, pointer: String, variables: [String: [String]]) {
+        let states = CompiledPattern.automatonStates(text, role: role, variables: variables)
         patternStates += states
         if states > CompiledPattern.maxStates {
             add(
                 "pattern-too-complex", .error,
                 "the pattern needs more than \(CompiledPattern.maxStates) automaton states (each reference to a variable counts all its values), so aasa-fetch never matches it",
-                at: pattern.pointer, fix: "Use fewer or shorter variable values, or fewer references to them in one pattern.")
+                at: pointer, fix: "Use fewer or shorter variable values, or fewer references to them in one pattern.")
         } else if patternStates > CompiledPattern.maxStatesPerFile, !reportedFileStates {
             reportedFileStates = true
             add(
                 "pattern-too-complex", .error,
                 "the file's patterns need more than \(CompiledPattern.maxStatesPerFile) automaton states together from this one on, so aasa-fetch does not match the patterns past that budget",
-                at: pattern.pointer, fix: "Use fewer or shorter variable values, or fewer patterns with wildcards in the middle.")
+                at: pointer, fix: "Use fewer or shorter variable values, or fewer patterns with wildcards in the middle.")
         }
         for reference in Self.variableReferences(text) {
             switch reference {
@@ -754,14 +767,14 @@ struct Linter {
                         "undefined-variable", .error,
                         "$(\(name)) is neither a substitution variable of this file nor a built-in one"
                             + (suggestion.map { " (did you mean $(\($0))?)" } ?? ""),
-                        at: pattern.pointer,
+                        at: pointer,
                         fix: suggestion.map { "Write $(\($0))." }
                             ?? "Define \"\(name)\" in applinks.substitutionVariables, or use alpha, upper, lower, alnum, digit, xdigit, region or lang.")
                 }
             case .unterminated:
                 add(
                     "unterminated-variable", .error, "\"$(\" is not closed by \")\" in \"\(text)\"",
-                    at: pattern.pointer, fix: "Close the variable reference: $(name).")
+                    at: pointer, fix: "Close the variable reference: $(name).")
             }
         }
     }
@@ -837,7 +850,7 @@ struct Linter {
         }
     }
 
-    mutating func legacyPaths(_ detail: AppLinksDetail, json: JSONValue?) {
+    mutating func legacyPaths(_ detail: AppLinksDetail, json: JSONValue?, variables: [String: [String]]) {
         guard let elements = json?.member("paths")?.value.arrayValue else { return }
         let base = JSONPointer.appending(detail.location, "paths")
         var catchAll: String?
@@ -865,6 +878,7 @@ struct Linter {
             if earlier[pattern] == nil { earlier[pattern] = pointer }
             if catchAll == nil, Self.matchesEveryPath(pattern) { catchAll = pointer }
             pathChecks(pattern, pointer: pointer, legacy: true)
+            budgetAndVariables(pattern, role: .path, pointer: pointer, variables: variables)
             if pattern.unicodeScalars.contains(where: { $0.value >= 0x80 }) {
                 add(
                     "non-ascii-pattern", .warning, "the legacy path has non-ASCII characters; paths are matched percent-encoded, so they never match",

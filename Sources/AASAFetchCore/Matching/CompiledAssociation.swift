@@ -115,7 +115,7 @@ final class CompiledDetail: Sendable {
             }
             body = .components(compiled, compiled.count >= PathPrefilter.threshold ? PathPrefilter(compiled) : nil)
         } else if let paths = detail.paths {
-            body = .paths(paths.enumerated().map { CompiledLegacyPath(index: $0, source: $1, budget: budget) })
+            body = .paths(paths.enumerated().map { CompiledLegacyPath(index: $0, source: $1, variables: variables, budget: budget) })
         } else {
             body = .nothing
         }
@@ -164,18 +164,20 @@ final class CompiledDetail: Sendable {
     }
 }
 
-/// One compiled legacy `paths` entry.
+/// One compiled legacy `paths` entry: a path pattern of the same engine as a component's
+/// (case-sensitive), with the file's substitution variables as every pattern has them (built-in
+/// ones were expanded and the file's own never matched).
 final class CompiledLegacyPath: Sendable {
     let index: Int
     let source: String
     let isExclusion: Bool
     let pattern: CompiledPattern
 
-    init(index: Int, source: String, budget: CompiledPattern.Budget) {
+    init(index: Int, source: String, variables: [String: [String]], budget: CompiledPattern.Budget) {
         self.index = index
         self.source = source
         isExclusion = source.hasPrefix("NOT ")
-        pattern = CompiledPattern(isExclusion ? String(source.dropFirst(4)) : source, role: .path, caseSensitive: true, variables: [:], budget: budget)
+        pattern = CompiledPattern(isExclusion ? String(source.dropFirst(4)) : source, role: .path, caseSensitive: true, variables: variables, budget: budget)
     }
 }
 
