@@ -184,10 +184,12 @@ enum StoreSession {
         console.err("aasa-fetch: note: \(Plural.count(retired.unneededHosts.count, "host is", "hosts are")) no longer needed by the entitlements recorded: \(shown)\(more); not refreshed any more, removed by refresh after its grace period (--prune-after, default 30d)")
     }
 
-    /// Records downloads.
-    static func record(_ results: [HostFetchResult], previous: [HostKey: HostState], in store: any AssociationStore, now: Date) async throws(CommandFailure) {
+    /// Records downloads; returns the hosts another process recorded since `previous` was read
+    /// (or with a newer download), whose stored result stands.
+    @discardableResult
+    static func record(_ results: [HostFetchResult], previous: [HostKey: HostState], in store: any AssociationStore, now: Date) async throws(CommandFailure) -> [HostKey] {
         do {
-            _ = try await StoreRecorder(store: store).record(results, previous: previous, owner: nil, now: now)
+            return try await StoreRecorder(store: store).record(results, previous: previous, owner: nil, now: now).leaseLost
         } catch {
             throw CommandFailure(storeCall: error)
         }

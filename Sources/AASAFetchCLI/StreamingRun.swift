@@ -62,9 +62,13 @@ struct StreamingRun {
         }
         // One batch is written in the background while the next one fills, so a store write does
         // not hold up the window (admissions happen only between results); batches stay in order.
-        var writing: Task<CommandFailure?, Never>?
+        var writing: Task<(failure: CommandFailure?, superseded: Int), Never>?
+        var superseded = 0
         func awaitWrite() async {
-            if let failure = await writing?.value, storeFailure == nil { storeFailure = failure }
+            if let written = await writing?.value {
+                if let failure = written.failure, storeFailure == nil { storeFailure = failure }
+                superseded += written.superseded
+            }
             writing = nil
         }
         func flush() async {
@@ -76,7 +80,9 @@ struct StreamingRun {
         }
 
         do {
-            try await source.fetchEach(with: fetcher) { fetched in
+            try await source.fetchEach(with: fetcher) { arrived in
+                var fetched = arrived
+                fetched.result.finishedAt = Date()
                 let result = fetched.result
                 done += 1
                 if HostFetchResult.shortageCodes.contains(result.code) { shortages[result.code, default: 0] += 1 }
@@ -123,6 +129,9 @@ struct StreamingRun {
         await flush()
         await awaitWrite()
         progress.finish()
+        if superseded > 0 {
+            console.diagnostic("note", "\(Plural.count(superseded, "host was", "hosts were")) recorded by another process (a refresh or another run) while this run fetched them; that result stands in the store, and this run's is shown but not recorded")
+        }
         if let spoolFailure { return (nil, spoolFailure) }
         if self.stopped() { return (nil, storeFailure) }
 
@@ -147,17 +156,18 @@ struct StreamingRun {
 }
 
 extension StreamingRun {
-    /// Records one batch with the states its hosts had before this run (nothing else records
-    /// them during it); returns the failure instead of throwing it.
-    static func record(_ batch: [HostFetchResult], in store: any AssociationStore) async -> CommandFailure? {
+    /// Records one batch, each host judged against its stored state; a host another process
+    /// recorded since that state was read, or with a download newer than this run's, keeps
+    /// that result (see ``AssociationStore/record(_:owner:)``). Returns the failure instead of
+    /// throwing it.
+    static func record(_ batch: [HostFetchResult], in store: any AssociationStore) async -> (failure: CommandFailure?, superseded: Int) {
         do {
             let previous = try await store.states(of: batch.map { HostKey(host: $0.host, route: $0.route) })
-            try await StoreSession.record(batch, previous: previous, in: store, now: Date())
-            return nil
+            return (nil, try await StoreSession.record(batch, previous: previous, in: store, now: Date()).count)
         } catch let error as CommandFailure {
-            return error
+            return (error, 0)
         } catch {
-            return CommandFailure(storeCall: error)
+            return (CommandFailure(storeCall: error), 0)
         }
     }
 }

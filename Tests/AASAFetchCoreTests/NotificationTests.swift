@@ -151,7 +151,11 @@ struct NotificationTests {
 
     /// Records one download of `host` with these notifications (as the recorder queues them).
     static func record(_ store: any AssociationStore, host: String, _ events: [NotificationEvent], at time: Date) async throws {
-        var update = try #require(RefreshPolicy().update(for: RefreshPolicyTests.failure("timeout"), previous: nil, needs: [], now: time))
+        // Judged against the stored state, and later than its download, as a run records.
+        let previous = try await store.states(of: [HostKey(host: host)])[HostKey(host: host)]
+        let stored = previous?.lastResult?.fetchedAt
+        let at = stored.map { max(time, $0.addingTimeInterval(1)) } ?? time
+        var update = try #require(RefreshPolicy().update(for: RefreshPolicyTests.failure("timeout"), previous: previous, needs: [], now: at))
         update.key = HostKey(host: host)
         update.events = []
         update.notifications = events

@@ -100,4 +100,45 @@ struct RunPipelineRecordingTests {
         #expect(transport.requests(to: url).map { $0.header("If-None-Match") } == [nil, "\"v1\"", nil, "\"v1\""])
         #expect(outcomes.count == 4 && outcomes.last == .notModified, "\(outcomes)")
     }
+
+    /// Runs record without a lease, batch by batch, each judged against the state read just
+    /// before: two runs at once recorded one change twice (and counted one failure where there
+    /// were two), and a run that downloaded before a refresh recorded a newer file wrote its older
+    /// download over it, with a reversed change. Now the first result stands in both cases.
+    @Test func aRunNeverRecordsOverAResultRecordedSinceItsStateWasRead() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-race-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try await Self.store(folder, "store.sqlite")
+        let key = Self.keys[0]
+        let recorder = StoreRecorder(store: store)
+        func result(_ json: String, finished: Date) -> HostFetchResult {
+            var result = RefreshPolicyTests.approved(json)
+            result.host = key.host
+            result.finishedAt = finished
+            return result
+        }
+        let first = result(RefreshPolicyTests.good, finished: Self.t0)
+        _ = try await recorder.record([first], previous: try await store.states(of: [key]), owner: nil, now: Self.t0)
+
+        // Two runs judged against the same state: the second finds it changed.
+        let before = try await store.states(of: [key])
+        let a = result(RefreshPolicyTests.other, finished: Self.t0.addingTimeInterval(10))
+        let b = result(RefreshPolicyTests.other, finished: Self.t0.addingTimeInterval(11))
+        let byA = try await recorder.record([a], previous: before, owner: nil, now: Self.t0.addingTimeInterval(12))
+        let byB = try await recorder.record([b], previous: before, owner: nil, now: Self.t0.addingTimeInterval(12))
+        #expect(byA.recorded.map(\.key) == [key] && byB.recorded.isEmpty && byB.leaseLost == [key])
+        #expect(try await store.history(of: key, limit: 10).filter { $0.kind == .changed }.count == 1)
+
+        // A newer download recorded (a refresh), then an older one judged against it: not recorded.
+        let newer = result(RefreshPolicyTests.good, finished: Self.t0.addingTimeInterval(30))
+        _ = try await recorder.record([newer], previous: try await store.states(of: [key]), owner: nil, now: Self.t0.addingTimeInterval(30))
+        let older = result(RefreshPolicyTests.other, finished: Self.t0.addingTimeInterval(20))
+        let late = try await recorder.record([older], previous: try await store.states(of: [key]), owner: nil, now: Self.t0.addingTimeInterval(40))
+        #expect(late.recorded.isEmpty && late.leaseLost == [key])
+        let state = try #require(try await store.states(of: [key])[key])
+        #expect(state.approvedBody == Array(RefreshPolicyTests.good.utf8), "the newer download stands")
+        #expect(state.lastResult?.fetchedAt == Self.t0.addingTimeInterval(30), "recorded at its download's end, not at the recording time")
+        #expect(try await store.history(of: key, limit: 10).filter { $0.kind == .changed }.count == 2)
+    }
 }

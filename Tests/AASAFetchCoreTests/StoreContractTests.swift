@@ -188,8 +188,15 @@ enum StoreContract {
         #expect(state.lastResult?.code == "ok")
         #expect(state.lease == nil)
         #expect(try await store.history(of: key("example.com"), limit: 10).map(\.kind) == [.approved])
-        // A direct run (no owner) always records; an unknown host is reported as missing.
-        #expect(try await store.record(late, owner: nil) == .recorded)
+        // A direct run (no owner) records only over the state it was judged against, and only a
+        // download newer than the stored one; an unknown host is reported as missing.
+        #expect(try await store.record(late, owner: nil) == .leaseLost(owner: nil), "judged against the state before fast's")
+        let stale = try update(RefreshPolicyTests.failure("timeout"), previous: state, now: t0.addingTimeInterval(62))
+        #expect(try await store.record(stale, owner: nil) == .leaseLost(owner: nil), "older than the stored download")
+        let run = try update(RefreshPolicyTests.failure("timeout"), previous: state, now: t0.addingTimeInterval(64))
+        #expect(try await store.record(run, owner: nil) == .recorded)
+        #expect(try await store.record(run, owner: nil) == .recorded, "the same download again: already stored")
+        #expect(try await store.history(of: key("example.com"), limit: 10).map(\.kind) == [.approved, .broke])
         #expect(try await store.record(try update(RefreshPolicyTests.failure("timeout"), host: "gone.example", previous: nil, now: t0),
                                        owner: nil) == .hostMissing)
     }

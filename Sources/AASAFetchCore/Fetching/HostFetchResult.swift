@@ -1,3 +1,5 @@
+import Foundation
+
 /// One HTTP request made while fetching a host (a host may need several: retries, the legacy root
 /// path, a second try with the system trust store).
 public struct FetchAttempt: Sendable, Hashable, Codable {
@@ -54,6 +56,10 @@ public struct HostFetchResult: Sendable {
     public var startOrder: Int
     /// For an answer of Apple's CDN: its `Apple-*` and cache headers, decoded.
     public var cdn: CDNHeaders?
+    /// When the download ended, as the run that records it saw it arrive: the time the store
+    /// records it as fetched (a result is recorded after the hosts started before it, so later);
+    /// `nil`: the recording time stands for it.
+    public var finishedAt: Date? = nil
 
     /// Creates a result.
     public init(

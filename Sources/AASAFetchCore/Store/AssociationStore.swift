@@ -49,7 +49,11 @@ public protocol AssociationStore: Sendable {
     /// With an `owner`, the download is recorded only while that owner still holds the host's
     /// lease (expired or not): when the lease lapsed and another process took the host over, the
     /// result is dropped (``RecordResult/leaseLost(owner:)``) so it never overwrites a newer one.
-    /// Without an owner (a direct run) it is always recorded.
+    /// Without an owner (a direct run), it is recorded only while the host's fetch time is still
+    /// ``HostUpdate/judgedAgainst`` and older than this download's: when another process recorded
+    /// the host meanwhile, or a newer download, that result stands (``RecordResult/leaseLost(owner:)``,
+    /// with the lease's holder, if any), so two runs never record one change twice and an older
+    /// download never replaces a newer one.
     @discardableResult
     func record(_ update: HostUpdate, owner: String?) async throws -> RecordResult
 

@@ -329,6 +329,13 @@ public struct PostgresAssociationStore: AssociationStore {
             let judged = parameter(update.judgedAgainst.map(Self.time))
             condition += " AND lease_owner = \(parameter(owner)) AND (CASE WHEN \(judged)::float8 IS NULL THEN fetched_at IS NULL"
                 + " ELSE abs(extract(epoch FROM fetched_at) - \(judged)::float8) < 0.001 END)"
+        } else {
+            // A run without a lease: while nobody recorded the host since it was judged, and
+            // only over an older download ($7 is this one's time).
+            let judged = parameter(update.judgedAgainst.map(Self.time))
+            condition += " AND (CASE WHEN \(judged)::float8 IS NULL THEN fetched_at IS NULL"
+                + " ELSE abs(extract(epoch FROM fetched_at) - \(judged)::float8) < 0.001 END)"
+                + " AND (fetched_at IS NULL OR fetched_at < to_timestamp($7::float8))"
         }
         let sql = "UPDATE hosts SET \(assignments) WHERE \(condition)"
         let values = parameters

@@ -103,6 +103,8 @@ public struct RefreshPolicy: Sendable, Hashable {
         guard !result.isRunError else { return nil }
         let key = HostKey(host: result.host, route: result.route)
         let outcome = classify(result)
+        // When the download ended, where the run knows it; the next check counts from there.
+        let now = result.finishedAt.map { min($0, now) } ?? now
         let stored = StoredResult(
             code: result.code, reason: result.reason, httpStatus: result.httpStatus, url: result.url,
             headers: result.headers, body: result.body, fetchedAt: now

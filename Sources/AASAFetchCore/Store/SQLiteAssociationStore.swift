@@ -399,6 +399,12 @@ public struct SQLiteAssociationStore: AssociationStore {
             // And while nobody recorded the host since it was judged (to the millisecond: a
             // fetch time read back through `Date` may differ in its last bits).
             condition += " AND lease_owner = ? AND (CASE WHEN ? IS NULL THEN fetched_at IS NULL ELSE abs(fetched_at - ?) < 0.001 END)"
+        } else {
+            // A run without a lease: while nobody recorded the host since it was judged, and
+            // only over an older download (a refresh may have recorded a newer one before this
+            // run read the state it judged against).
+            condition += " AND (CASE WHEN ? IS NULL THEN fetched_at IS NULL ELSE abs(fetched_at - ?) < 0.001 END)"
+                + " AND (fetched_at IS NULL OR fetched_at < ?)"
         }
         return "UPDATE hosts SET \(assignments) WHERE \(condition)"
     }
@@ -421,9 +427,11 @@ public struct SQLiteAssociationStore: AssociationStore {
             arguments += [validators.etag, validators.lastModified]
         }
         arguments += [update.key.host, update.key.route.rawValue]
+        let judged = update.judgedAgainst?.timeIntervalSince1970
         if let owner {
-            let judged = update.judgedAgainst?.timeIntervalSince1970
             arguments += [owner, judged, judged]
+        } else {
+            arguments += [judged, judged, result.fetchedAt.timeIntervalSince1970]
         }
         let variant = recordVariant(approved: update.approvedBody != nil, validators: update.validators != nil, leased: owner != nil)
         try db.cachedStatement(sql: recordSQL[variant]).execute(arguments: arguments)
