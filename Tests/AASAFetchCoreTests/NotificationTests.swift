@@ -214,7 +214,7 @@ struct NotificationTests {
         var capped = store
         capped.notificationCapacity = 2
         try await Self.queueContract(store, capped: capped)
-        #expect(try await store.appliedMigrations().last == "v3-notify")
+        #expect(try await store.appliedMigrations().last == "v4-claim-indexes")
         withExtendedLifetime(temporary) {}
     }
 

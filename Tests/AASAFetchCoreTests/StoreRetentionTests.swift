@@ -288,9 +288,31 @@ struct StoreRetentionTests {
             INSERT INTO history (host, route, at, kind, detail) VALUES ('old.example', 'origin', \(t0), 'approved', '{"code":"ok"}');
             """)
         let store = try temporary.open(create: false)
-        #expect(try await store.appliedMigrations() == ["v1", "v2-retention", "v3-notify"])
+        #expect(try await store.appliedMigrations() == ["v1", "v2-retention", "v3-notify", "v4-claim-indexes"])
         try await Self.checkUpgraded(store)
         #expect(try await store.integrityCheck() == ["ok"])
+    }
+
+    /// A store of the schema before the claim's indexes is read as it is by a command that opens
+    /// it read-only (a migration that only adds indexes changes nothing it reads); one older than
+    /// that is still refused there; a command that writes adds the indexes.
+    @Test func aStoreWithoutTheClaimIndexesIsReadReadOnly() async throws {
+        let temporary = StoreTests.TemporaryStore()
+        try FileManager.default.createDirectory(at: temporary.folder, withIntermediateDirectories: true)
+        let t0 = StoreContract.t0.timeIntervalSince1970
+        try SQLiteAssociationStore.createForTesting(path: temporary.path, through: "v3-notify", then: """
+            INSERT INTO hosts (host, route, tier, added_at, next_check) VALUES ('old.example', 'origin', 0, \(t0), \(t0));
+            """)
+        let reader = try SQLiteAssociationStore(path: temporary.path, create: false, readOnly: true)
+        #expect(try await reader.allHosts().map(\.key.host) == ["old.example"])
+        #expect(try await reader.appliedMigrations() == ["v1", "v2-retention", "v3-notify"], "nothing written")
+        let writer = try temporary.open(create: false)
+        #expect(try await writer.appliedMigrations().last == "v4-claim-indexes")
+
+        let older = StoreTests.TemporaryStore()
+        try FileManager.default.createDirectory(at: older.folder, withIntermediateDirectories: true)
+        try SQLiteAssociationStore.createForTesting(path: older.path, through: "v2-retention")
+        #expect(throws: StoreError.self) { try SQLiteAssociationStore(path: older.path, create: false, readOnly: true) }
     }
 
     @Test func postgresStoreOfThePreviousSchemaIsUpgraded() async throws {
@@ -315,7 +337,7 @@ struct StoreRetentionTests {
             """)
         await old.close()
         let store = try await PostgresAssociationStore.connect(url: server.url)
-        #expect(try await store.appliedMigrations() == ["v1", "v2-retention", "v3-notify"])
+        #expect(try await store.appliedMigrations() == ["v1", "v2-retention", "v3-notify", "v4-claim-indexes"])
         try await Self.checkUpgraded(store)
         await store.close()
     }

@@ -31,11 +31,11 @@ struct StoreTests {
     @Test func migrationsRunOnceAndReopen() async throws {
         let temporary = TemporaryStore()
         let store = try temporary.open()
-        #expect(try await store.appliedMigrations() == ["v1", "v2-retention", "v3-notify"])
+        #expect(try await store.appliedMigrations() == ["v1", "v2-retention", "v3-notify", "v4-claim-indexes"])
         #expect(try await store.integrityCheck() == ["ok"])
         try await Self.register(store, [("example.com", 0)])
         let reopened = try temporary.open(create: false)
-        #expect(try await reopened.appliedMigrations() == ["v1", "v2-retention", "v3-notify"])
+        #expect(try await reopened.appliedMigrations() == ["v1", "v2-retention", "v3-notify", "v4-claim-indexes"])
         #expect(try await reopened.allHosts().map(\.key.host) == ["example.com"])
     }
 

@@ -115,7 +115,7 @@ extension SQLiteAssociationStore {
             let rows = try Row.fetchAll(db, sql: """
                 SELECT id, host, route FROM hosts
                 WHERE unneeded_since IS NOT NULL AND unneeded_since <= ? AND (lease_expires IS NULL OR lease_expires <= ?)
-                ORDER BY id LIMIT ?
+                ORDER BY unneeded_since, id LIMIT ?
                 """, arguments: [cutoff, time, max(0, limit)])
             var removed: [HostKey] = []
             for row in rows {

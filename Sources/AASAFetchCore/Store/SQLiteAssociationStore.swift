@@ -154,8 +154,12 @@ public struct SQLiteAssociationStore: AssociationStore {
                 throw StoreError(code: "store-newer-schema", message: "\(path) was written by a newer aasa-fetch (unknown schema migrations)")
             }
             if !complete {
-                if try queue.read({ db in try migrator.appliedIdentifiers(db).isEmpty }) { throw Self.emptyStore(path) }
-                throw StoreError(code: "store-error", message: "\(path) was written by an older aasa-fetch and is opened read-only here; run aasa-fetch refresh once to upgrade it")
+                let applied = try queue.read { db in try migrator.appliedIdentifiers(db) }
+                if applied.isEmpty { throw Self.emptyStore(path) }
+                let missing = Set(Self.migrationNames).subtracting(applied)
+                if !missing.isSubset(of: Self.indexOnlyMigrations) {
+                    throw StoreError(code: "store-error", message: "\(path) was written by an older aasa-fetch and is opened read-only here; run aasa-fetch refresh once to upgrade it")
+                }
             }
             return queue
         }
@@ -278,8 +282,21 @@ public struct SQLiteAssociationStore: AssociationStore {
                 );
                 """)
         }
+        // Appended: the claim walks the due hosts of each tier in due order, and the leases held
+        // elsewhere are counted from the leased rows alone (each batch read and sorted every due
+        // host: quadratic in the hosts due).
+        migrator.registerMigration("v4-claim-indexes") { db in
+            try db.execute(sql: """
+                CREATE INDEX hosts_due ON hosts (tier, next_check) WHERE unneeded_since IS NULL;
+                CREATE INDEX hosts_leased ON hosts (lease_expires) WHERE lease_expires IS NOT NULL;
+                """)
+        }
         return migrator
     }
+
+    /// Migrations that only add indexes: a store without them is read as it is by a command that
+    /// opens it read-only (`show`, `report`, …); the next command that writes adds them.
+    static let indexOnlyMigrations: Set<String> = ["v4-claim-indexes"]
 
     /// The migration identifiers this version knows, in order.
     static var migrationNames: [String] { migrator.migrations }
@@ -332,11 +349,20 @@ public struct SQLiteAssociationStore: AssociationStore {
     public func claimDue(now: Date, limit: Int, leaseSeconds: TimeInterval, owner: String) async throws -> DueClaim {
         let time = now.timeIntervalSince1970
         return try await immediateWrite { db in
-            let rows = try Row.fetchAll(db, sql: """
+            // Tier by tier (`hosts_due`), each in due order: a batch reads what it leases, not
+            // every due host (sorting them all for each batch was quadratic in the hosts due).
+            let due = try db.cachedStatement(sql: """
                 SELECT \(Self.stateColumns) FROM hosts
-                WHERE next_check <= ? AND (lease_expires IS NULL OR lease_expires <= ?) AND unneeded_since IS NULL
-                ORDER BY tier, id LIMIT ?
-                """, arguments: [time, time, max(0, limit)])
+                WHERE tier = ? AND next_check <= ? AND (lease_expires IS NULL OR lease_expires <= ?) AND unneeded_since IS NULL
+                ORDER BY next_check, id LIMIT ?
+                """)
+            let nextTier = try db.cachedStatement(sql: "SELECT tier FROM hosts WHERE tier > ? AND unneeded_since IS NULL ORDER BY tier LIMIT 1")
+            var rows: [Row] = []
+            var tier = try Int.fetchOne(db, sql: "SELECT tier FROM hosts WHERE unneeded_since IS NULL ORDER BY tier LIMIT 1")
+            while let current = tier, rows.count < limit {
+                rows += try Row.fetchAll(due, arguments: [current, time, time, limit - rows.count])
+                tier = try Int.fetchOne(nextTier, arguments: [current])
+            }
             let claimed = try rows.map { try Self.state(from: $0) }
             let lease = try db.cachedStatement(sql: "UPDATE hosts SET lease_owner = ?, lease_expires = ? WHERE host = ? AND route = ?")
             for state in claimed {
