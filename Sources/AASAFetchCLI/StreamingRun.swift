@@ -133,7 +133,17 @@ struct StreamingRun {
             console.diagnostic("note", "\(Plural.count(superseded, "host was", "hosts were")) recorded by another process (a refresh or another run) while this run fetched them; that result stands in the store, and this run's is shown but not recorded")
         }
         if let spoolFailure { return (nil, spoolFailure) }
-        if self.stopped() { return (nil, storeFailure) }
+        if self.stopped() {
+            // Stopped by a signal: people get no closing summary (it would count what was never
+            // fetched), but a document (JSON, SARIF, JUnit) is closed, so it can be read: the
+            // entries whose hosts were not judged say `cancelled`.
+            guard json || ci != nil else { return (nil, storeFailure) }
+            do {
+                try source.cancelUnjudged(Self.stoppedFinding)
+            } catch {
+                return (nil, CommandFailure(spool: error))
+            }
+        }
 
         do {
             let summary = AssociationJudge.summary(
@@ -191,6 +201,15 @@ protocol RunSource: AnyObject {
     func forEachVerdict(_ selection: VerdictSelection, _ body: (EntryVerdict) throws -> Void) throws
     /// Counts over every verdict.
     func counts() throws -> EntryCounts
+    /// A run stopped by a signal: every fetchable entry whose host was not judged fails with
+    /// `finding` (`cancelled`).
+    func cancelUnjudged(_ finding: Finding) throws
+}
+
+extension StreamingRun {
+    /// The finding of an entry whose host a stopped run never judged.
+    static let stoppedFinding = Finding.error("cancelled", "the run was stopped before this entry's host was fetched",
+                                              fix: "Run the check again.")
 }
 
 /// A run's entries, plan and verdicts in memory (entitlements, `--app`, `--domain`: small inputs).
@@ -198,6 +217,8 @@ final class PlanSource: RunSource {
     let plan: FetchPlan
     let labelsCDN: Bool
     private var verdicts: [EntryVerdict]
+    /// Per entry: whether its host was judged (a stopped run cancels the others).
+    private var judged: [Bool]
     /// With `--route both`: per plan position, the CDN fetch compared with it.
     private let comparisons: [PlannedFetch?]
     /// The verdicts the CDN's copies would give (`--route both`), kept apart so the origin alone
@@ -210,6 +231,7 @@ final class PlanSource: RunSource {
         self.plan = plan
         self.labelsCDN = labelsCDN
         verdicts = plan.entries.map(EntryVerdict.init(parsed:))
+        judged = Array(repeating: false, count: plan.entries.count)
         if comparison.isEmpty {
             comparisons = []
             comparisonVerdicts = []
@@ -236,6 +258,7 @@ final class PlanSource: RunSource {
 
     func judge(_ fetched: FetchedHost, appIDs: [String]) -> DomainReport {
         let position = fetched.result.startOrder
+        for index in plan.fetches[position].entryIndexes { judged[index] = true }
         var domain = AssociationJudge.judgeHost(plan.fetches[position], result: fetched.result, verdicts: &verdicts, appIDs: appIDs)
         RoutedRun.attachCDNRecord(to: &domain, result: fetched.result)
         if let compared = fetched.comparison, let planned = comparisons[position] {
@@ -258,6 +281,14 @@ final class PlanSource: RunSource {
     }
 
     func counts() -> EntryCounts { EntryCounts(verdicts) }
+
+    func cancelUnjudged(_ finding: Finding) {
+        for index in verdicts.indices where verdicts[index].entry.isFetchable && !judged[index] {
+            verdicts[index].associated = false
+            verdicts[index].code = finding.code
+            verdicts[index].findings.append(finding)
+        }
+    }
 }
 
 /// A run's entries, hosts and verdicts in a ``RunSpool`` (`--domains` lists of any length, every
@@ -343,6 +374,8 @@ final class SpoolSource: RunSource {
     }
 
     func counts() throws -> EntryCounts { try spool.counts() }
+
+    func cancelUnjudged(_ finding: Finding) throws { try spool.cancelUnjudged(finding) }
 }
 
 extension CommandFailure {

@@ -834,15 +834,20 @@ struct HostileEnvironmentTests {
     /// SIGTERM, SIGINT or SIGHUP while a host still downloads: the hosts that finished are printed
     /// and recorded, the one under way is not, and the process ends as the signal would have ended
     /// it (exit 128 + signal), with entries and with a list. Finished results were dropped: an
-    /// entries run had no handler, and a list run ended at once.
-    @Test(arguments: [(false, SIGTERM), (true, SIGTERM), (false, SIGINT), (true, SIGHUP)])
-    func aStoppedRunRecordsWhatFinished(list: Bool, signal: Int32) async throws {
+    /// entries run had no handler, and a list run ended at once. A document (JSON, SARIF, JUnit)
+    /// is closed, so it can be read (it stopped inside its `domains` array): the entries whose
+    /// hosts were not judged, the one under way and one never started, say `cancelled`.
+    @Test(arguments: [(false, SIGTERM, nil), (true, SIGTERM, nil), (false, SIGINT, nil), (true, SIGHUP, nil),
+                      (false, SIGINT, "json"), (true, SIGTERM, "json"), (false, SIGTERM, "sarif"), (true, SIGTERM, "junit")] as [(Bool, Int32, String?)])
+    func aStoppedRunRecordsWhatFinished(list: Bool, signal: Int32, format: String?) async throws {
         let (server, ca) = try await Self.server(hosts: ["slow.fault.test": .neverAnswer])
         defer { server.stop() }
         let work = try Self.folder("stopped")
         defer { try? FileManager.default.removeItem(at: work) }
         let cache = work.appendingPathComponent("cache").path
-        let hosts = ["a.fault.test", "b.fault.test", "slow.fault.test"]
+        // One at a time: later.fault.test waits behind slow.fault.test and never starts.
+        let started = ["a.fault.test", "b.fault.test", "slow.fault.test"]
+        let hosts = started + ["later.fault.test"]
         var input = hosts.flatMap { ["--domain", "applinks:\($0)"] }
         if list {
             let file = work.appendingPathComponent("list.txt")
@@ -851,7 +856,8 @@ struct HostileEnvironmentTests {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ToolRunner.binary)
-        process.arguments = input + Self.network(server, ca).filter { $0 != "--quiet" } + ["--cache", cache, "--no-config"]
+        process.arguments = input + Self.network(server, ca).filter { $0 != "--quiet" } + ["--cache", cache, "--no-config", "--concurrency", "1"]
+            + (format.map { ["--format", $0] } ?? [])
         process.environment = ChildProcess.inheritedEnvironment.merging(["NO_COLOR": "1", "TMPDIR": work.path]) { _, new in new }
         let output = work.appendingPathComponent("stdout.txt")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
@@ -860,7 +866,7 @@ struct HostileEnvironmentTests {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        let asked = await waitUntil(timeout: .seconds(20)) { Set(server.requests().compactMap(\.sni)).isSuperset(of: hosts) }
+        let asked = await waitUntil(timeout: .seconds(20)) { Set(server.requests().compactMap(\.sni)).isSuperset(of: started) }
         #expect(asked, "\(server.requests().map { "\($0.event) \($0.sni ?? "-") \($0.host ?? "-")" })")
         try await Task.sleep(for: .milliseconds(500))
         kill(process.processIdentifier, signal)
@@ -874,6 +880,21 @@ struct HostileEnvironmentTests {
         // The spool is gone.
         let left = try FileManager.default.contentsOfDirectory(atPath: work.path).filter { $0.hasPrefix("aasa-fetch-spool") }
         #expect(left.isEmpty, "\(left)")
+        switch format {
+        case "json":
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(printed.utf8)) as? [String: Any], "\(printed)")
+            #expect(try SchemaValidator.problems(in: [.init(schema: "fetch", text: printed, origin: "stopped run")]).isEmpty)
+            let entries = Dictionary(uniqueKeysWithValues: ((document["entries"] as? [[String: Any]]) ?? []).map {
+                ($0["host"] as? String ?? "", $0["code"] as? String ?? "")
+            })
+            #expect(entries == ["a.fault.test": "ok", "b.fault.test": "ok", "slow.fault.test": "cancelled", "later.fault.test": "cancelled"], "\(entries)")
+        case "sarif":
+            #expect(try CIFormatValidator.sarifProblems([printed]) == [[]], "\(printed)")
+        case "junit":
+            #expect(try CIFormatValidator.junit([printed]).first?["problems"] as? [String] == [], "\(printed)")
+        default:
+            break
+        }
     }
 
     // MARK: - TMPDIR

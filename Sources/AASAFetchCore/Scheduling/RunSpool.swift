@@ -172,7 +172,8 @@ public final class RunSpool: Sendable {
                         findings BLOB,
                         own_findings INTEGER NOT NULL,
                         entitlement_warnings INTEGER NOT NULL,
-                        line INTEGER
+                        line INTEGER,
+                        judged INTEGER NOT NULL DEFAULT 0
                     );
                     CREATE INDEX entries_host ON entries(host, position) WHERE host IS NOT NULL;
                     CREATE TABLE hosts (
@@ -540,13 +541,32 @@ public final class RunSpool: Sendable {
         try access { db in
             try db.inTransaction {
                 let update = try db.cachedStatement(sql: """
-                    UPDATE entries SET associated = ?, code = ?, findings = ?, own_findings = ?, entitlement_warnings = ?
+                    UPDATE entries SET associated = ?, code = ?, findings = ?, own_findings = ?, entitlement_warnings = ?, judged = 1
                     WHERE position = ?
                     """)
                 for verdict in batch {
                     try update.execute(arguments: [
                         verdict.associated, verdict.code, verdict.findings, verdict.ownFindings, verdict.entitlementWarnings, verdict.position,
                     ])
+                }
+                return .commit
+            }
+        }
+    }
+
+    /// A run stopped by a signal: every entry whose host was not judged fails with `finding`
+    /// (`cancelled`), so the verdicts written after it say what was never fetched.
+    public func cancelUnjudged(_ finding: Finding) throws(SpoolError) {
+        try flushVerdicts()
+        try access { db in
+            try db.inTransaction {
+                let rows = try Row.fetchAll(db, sql: "SELECT position, findings FROM entries WHERE host IS NOT NULL AND judged = 0")
+                let update = try db.cachedStatement(sql: """
+                    UPDATE entries SET associated = 0, code = ?, findings = ?, judged = 1 WHERE position = ?
+                    """)
+                for row in rows {
+                    let findings = try Self.decodeFindings(row["findings"]) + [finding]
+                    try update.execute(arguments: [finding.code, Self.encode(findings), row["position"] as Int64])
                 }
                 return .commit
             }
