@@ -185,8 +185,12 @@ final class Transfer {
         }
         // Memory per connection: OpenSSL frees idle TLS buffers, and curl's receive buffer is 8 KiB
         // (the default is 16 KiB; association files are small and streamed into our own buffer).
+        // Over HTTP/2, libcurl 7.88 copies a stream's header block into that buffer and stalls
+        // when it does not fit (a 9 KB Apple-Failure-Details timed out, or read as HTTP/0.9):
+        // there, room for a header line of libcurl's own limit (100 KiB). Only the bytes received
+        // touch its pages.
         try check(ccurl_easy_release_tls_buffers(easy), "SSL_CTX_FUNCTION")
-        try setLong(CURLOPT_BUFFERSIZE, 8 * 1024, "BUFFERSIZE")
+        try setLong(CURLOPT_BUFFERSIZE, request.httpVersion == .http2 ? Self.multiplexedReceiveBuffer : 8 * 1024, "BUFFERSIZE")
         // An idle connection is worth keeping for the request that follows at once (the legacy
         // path after a 404, on the same loop): after 2 s libcurl closes it when it next looks.
         // An HTTP/2 connection (the CDN's) carries every request of the run, retries seconds
@@ -318,6 +322,9 @@ final class Transfer {
     /// it counts encoded bytes, and compression can make an incompressible body a little longer.
     /// The write callback enforces the exact limit on decoded bytes.
     static let encodingAllowance = 1024
+
+    /// The receive buffer of an HTTP/2 transfer: a header block up to this size decodes.
+    static let multiplexedReceiveBuffer = 128 * 1024
 
     /// Keeps one header or trailer line; returns `false` (abort) once the lines of this transfer
     /// exceed ``TransferRequest/maxHeaderBytes``: libcurl caps a response's headers but not the

@@ -110,9 +110,10 @@ struct DiagnoseFaultMatrixTests {
             }
             // A copy over the size limit: an answer, not a missing one.
             try Data(repeating: 0x20, count: 200_000).write(to: cdnRoot.appendingPathComponent("a/v1/huge.test"))
-            func failure(_ host: String, reason: String, details: String, tryDirect: Bool, maxAge: Int) -> String {
+            func failure(_ host: String, reason: String, details: String, tryDirect: Bool, maxAge: Int, padding: Int = 0) -> String {
                 """
                 location = /a/v1/\(host) {
+                \((0..<padding).map { "    add_header X-Pad-\($0) \"\(String(repeating: "p", count: 4000))\" always;\n" }.joined())
                     add_header Apple-Failure-Reason "\(reason)" always;
                     add_header Apple-Failure-Details '\(details)' always;
                     add_header Apple-From "https://\(host)/.well-known/apple-app-site-association" always;
@@ -133,6 +134,12 @@ struct DiagnoseFaultMatrixTests {
                         details: #"{"cause":"context deadline exceeded (Client.Timeout exceeded while awaiting headers)"}"#, tryDirect: true, maxAge: 1800),
                 failure("swc202.test", reason: "SWCERR00202 Connections to private/reserved IP addresses are not allowed",
                         details: #"{"cause":"private address"}"#, tryDirect: false, maxAge: 3600),
+                // Header blocks larger than libcurl's HTTP/2 receive buffer was (8 KiB), in lines
+                // nginx accepts (4 KB a parameter).
+                failure("longcause.test", reason: "SWCERR00301 Timeout", details: #"{"cause":"slow"}"#, tryDirect: true, maxAge: 1800,
+                        padding: 3),
+                failure("longercause.test", reason: "SWCERR00301 Timeout", details: #"{"cause":"slow"}"#, tryDirect: true, maxAge: 1800,
+                        padding: 10),
                 "location = /a/v1/unknown.test { return 405; }",
                 "location = /a/v1/down.test { return 503; }",
                 "location = /a/v1/nocopy.test { return 404 \"Not Found\"; }",
@@ -352,6 +359,8 @@ struct DiagnoseFaultMatrixTests {
             Self.entry("applinks:swc101.test", exit: 1, step: "cdn", code: "cdn-origin-failure", route: "cdn"),
             Self.entry("applinks:swc301.test", exit: 1, step: "cdn", code: "cdn-origin-failure", route: "cdn"),
             Self.entry("applinks:swc202.test", exit: 1, step: "cdn", code: "cdn-origin-failure", route: "cdn"),
+            Self.entry("applinks:longcause.test", exit: 1, step: "cdn", code: "cdn-origin-failure", route: "cdn"),
+            Self.entry("applinks:longercause.test", exit: 1, step: "cdn", code: "cdn-origin-failure", route: "cdn"),
             Self.entry("applinks:unknown.test", exit: 1, step: "cdn", code: "cdn-unknown-domain", route: "cdn"),
             Self.entry("applinks:nocopy.test", exit: 1, step: "cdn", code: "cdn-not-found", route: "cdn"),
             Self.entry("applinks:botblock.test", exit: 1, step: "cdn", code: "cdn-origin-failure", route: "cdn"),
@@ -380,6 +389,10 @@ struct DiagnoseFaultMatrixTests {
         #expect(h301["tryDirect"] as? Bool == true)
         #expect(h301["maxAge"] as? Int == 1800)
         #expect(try headers("applinks:swc202.testcdn")["swcError"] as? String == "SWCERR00202")
+        // A header block of 12 KB and of 40 KB over HTTP/2 is decoded (it timed out, or read as HTTP/0.9).
+        for host in ["longcause", "longercause"] {
+            #expect(try headers("applinks:\(host).testcdn")["swcError"] as? String == "SWCERR00301", "\(host)")
+        }
         // The CDN says 403: the user-agent check on the origin finds the bot filter.
         #expect(try headers("applinks:botblock.testcdn")["originStatus"] as? Int == 403)
         let botSteps = diagnoses["applinks:botblock.testcdn"]?["steps"] as? [[String: Any]] ?? []
