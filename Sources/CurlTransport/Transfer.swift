@@ -521,6 +521,10 @@ final class Transfer {
             descriptorShortage: descriptorShortage != nil || Self.failureMayBeDescriptorShortage(Int(code.rawValue)) && Self.descriptorsExhausted()
         )
         switch kind {
+        case .timeout where text.contains("host '(nil)'"):
+            // libcurl 7.88's words for a transfer whose time ran out while it waited for a
+            // connection (one per host, all busy), before any name was asked: not a DNS problem.
+            text = "the time ran out while the request waited for a connection to the host (one at a time, all in use; an HTTP/2 server multiplexes them): \(text)"
         case .privateAddress:
             text = "refused to connect to private or reserved address \(refusedAddresses.joined(separator: ", ")) (\(text))"
         case .connectFailure where !refusedAddresses.isEmpty:
