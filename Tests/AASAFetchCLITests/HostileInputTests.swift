@@ -298,6 +298,27 @@ struct HostileInputTests {
         #expect(attempts("status999") == 1, "not retried as a 5xx")
     }
 
+    /// A `--cdn-base` server without HTTP/2 gets one request at a time on the CDN's one
+    /// connection; a request whose time runs out while it waits says so (libcurl's words, "Failed
+    /// to resolve host '(nil)'", read as a DNS problem of a healthy server).
+    @Test func aRequestThatWaitedForAConnectionSaysSo() async throws {
+        let ca = try TestCA.shared()
+        let file = #"{"applinks":{"details":[{"appIDs":["\#(Self.appID)"],"components":[{"/":"/*"}]}]}}"#
+        var slow = FaultBehavior.respond(headers: [("Content-Type", "application/json")], body: file)
+        slow.delay = 1.5
+        let server = try await FaultServer.start(script: FaultScript(default: slow), certificate: try ca.leaf(for: ["cdn.fault.test", "*.fault.test"]))
+        defer { server.stop() }
+        let run = try ToolRunner.run((1...4).flatMap { ["--domain", "applinks:h\($0).fault.test"] } + [
+            "--route", "cdn", "--cdn-base", "https://cdn.fault.test/a/v1/",
+            "--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private", "--retry-delays", "", "--quiet",
+            "--app-id", Self.appID, "--json", "--max-time", "2", "--no-store",
+        ])
+        let reasons = ((try run.json()["domains"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
+        let waited = reasons.filter { $0.contains("the time ran out while the request waited for a connection to the host") }
+        #expect(!waited.isEmpty, "\(reasons)")
+        #expect(reasons.allSatisfy { !$0.contains("(nil)") || $0.contains("waited for a connection") }, "\(reasons)")
+    }
+
     /// A CA file or endpoint libcurl cannot use is the run's fault, never the hosts': a CA file
     /// that cannot be read or holds no certificate, and a `--connect-to` or `--resolve` port or
     /// address libcurl cannot read, are usage errors before anything runs (every host used to be
