@@ -56,9 +56,9 @@ public struct HostFetchResult: Sendable {
     public var startOrder: Int
     /// For an answer of Apple's CDN: its `Apple-*` and cache headers, decoded.
     public var cdn: CDNHeaders?
-    /// When the download ended, as the run that records it saw it arrive: the time the store
-    /// records it as fetched (a result is recorded after the hosts started before it, so later);
-    /// `nil`: the recording time stands for it.
+    /// When the download ended, as the run that records it saw it arrive (a result is recorded
+    /// after the hosts started before it, so later): the store records it only over an older
+    /// download (``HostUpdate/downloadedAt``); `nil`: the recording time stands for it.
     public var finishedAt: Date? = nil
 
     /// Creates a result.

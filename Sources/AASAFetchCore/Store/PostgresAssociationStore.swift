@@ -356,11 +356,12 @@ public struct PostgresAssociationStore: AssociationStore {
                 + " ELSE abs(extract(epoch FROM fetched_at) - \(judged)::float8) < 0.001 END)"
         } else {
             // A run without a lease: while nobody recorded the host since it was judged, and
-            // only over an older download ($7 is this one's time).
+            // only over an older download.
             let judged = parameter(update.judgedAgainst.map(Self.time))
+            let downloaded = parameter(Self.time(update.downloadedAt ?? result.fetchedAt))
             condition += " AND (CASE WHEN \(judged)::float8 IS NULL THEN fetched_at IS NULL"
                 + " ELSE abs(extract(epoch FROM fetched_at) - \(judged)::float8) < 0.001 END)"
-                + " AND (fetched_at IS NULL OR fetched_at < to_timestamp($7::float8))"
+                + " AND (fetched_at IS NULL OR fetched_at < to_timestamp(\(downloaded)::float8))"
         }
         let sql = "UPDATE hosts SET \(assignments) WHERE \(condition)"
         let values = parameters

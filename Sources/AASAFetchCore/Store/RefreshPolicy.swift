@@ -103,8 +103,6 @@ public struct RefreshPolicy: Sendable, Hashable {
         guard !result.isRunError else { return nil }
         let key = HostKey(host: result.host, route: result.route)
         let outcome = classify(result)
-        // When the download ended, where the run knows it; the next check counts from there.
-        let now = result.finishedAt.map { min($0, now) } ?? now
         let stored = StoredResult(
             code: result.code, reason: result.reason, httpStatus: result.httpStatus, url: result.url,
             headers: result.headers, body: result.body, fetchedAt: now
@@ -152,6 +150,7 @@ public struct RefreshPolicy: Sendable, Hashable {
                 nextCheck: now.addingTimeInterval(approvedLifetime(headers: result.headers)), outcome: outcome, events: events
             )
             update.judgedAgainst = previous?.lastResult?.fetchedAt
+            update.downloadedAt = result.finishedAt
             return update
         case .transient, .denied:
             // Saturating: the count read from a store can be anything (a tampered file).
@@ -167,6 +166,7 @@ public struct RefreshPolicy: Sendable, Hashable {
                 nextCheck: now.addingTimeInterval(failureDelay(outcome, consecutiveFailures: failures)), outcome: outcome, events: events
             )
             update.judgedAgainst = previous?.lastResult?.fetchedAt
+            update.downloadedAt = result.finishedAt
             return update
         }
     }

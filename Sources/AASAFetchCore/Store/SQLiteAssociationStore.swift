@@ -457,7 +457,7 @@ public struct SQLiteAssociationStore: AssociationStore {
         if let owner {
             arguments += [owner, judged, judged]
         } else {
-            arguments += [judged, judged, result.fetchedAt.timeIntervalSince1970]
+            arguments += [judged, judged, (update.downloadedAt ?? result.fetchedAt).timeIntervalSince1970]
         }
         let variant = recordVariant(approved: update.approvedBody != nil, validators: update.validators != nil, leased: owner != nil)
         try db.cachedStatement(sql: recordSQL[variant]).execute(arguments: arguments)

@@ -358,6 +358,10 @@ public struct HostUpdate: Sendable, Hashable {
     /// the judgement stale (its events would come twice), and its result stands (`leaseLost` with
     /// no owner).
     public var judgedAgainst: Date?
+    /// When the download ended (``HostFetchResult/finishedAt``), where the run knows it: without
+    /// a lease, the update is recorded only over an older download (the result's fetch time is
+    /// the recording time, which comes later).
+    public var downloadedAt: Date?
 
     /// Creates an update.
     public init(
