@@ -19,6 +19,13 @@ struct RunPipelineRecordingTests {
         return transport
     }
 
+    /// A new temporary folder for a test's stores.
+    static func folder(_ name: String) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
     static func store(_ folder: URL, _ name: String) async throws -> SQLiteAssociationStore {
         let store = try SQLiteAssociationStore(path: folder.appendingPathComponent(name).path, create: true)
         _ = try await store.register(
@@ -29,8 +36,7 @@ struct RunPipelineRecordingTests {
     }
 
     @Test func fetchAndRefreshRecordTheSameRow() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-rows-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try Self.folder("rows")
         defer { try? FileManager.default.removeItem(at: folder) }
         var options = FetchOptions()
         options.retryDelays = []
@@ -77,8 +83,7 @@ struct RunPipelineRecordingTests {
     /// judged without them. The request after the failure goes without validators; the one after
     /// that approved response carries them again.
     @Test func afterAFailedRefreshTheNextRequestIsUnconditional() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-unconditional-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try Self.folder("unconditional")
         defer { try? FileManager.default.removeItem(at: folder) }
         var options = FetchOptions()
         options.retryDelays = []
@@ -106,8 +111,7 @@ struct RunPipelineRecordingTests {
     /// were two), and a run that downloaded before a refresh recorded a newer file wrote its older
     /// download over it, with a reversed change. Now the first result stands in both cases.
     @Test func aRunNeverRecordsOverAResultRecordedSinceItsStateWasRead() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-race-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try Self.folder("race")
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try await Self.store(folder, "store.sqlite")
         let key = Self.keys[0]
