@@ -260,6 +260,29 @@ struct RunLogicTests {
 
     static let cdnBase = "https://cdn.test/a/v1/"
 
+    /// An `Apple-From` naming another host than the one asked for is quoted, not taken for the
+    /// place to fix (the fix told the user to repair the other host).
+    @Test func anAppleFromNamingAnotherHostIsQuotedNotFollowed() async {
+        let transport = ScriptedTransport()
+        let cdn = CDNFetcher(transport: transport, options: Self.options, base: Self.cdnBase)
+        for (host, from) in [("wrongfrom.test", "https://other.test/.well-known/apple-app-site-association"),
+                             ("rightfrom.test", "https://RightFrom.test/.well-known/apple-app-site-association")] {
+            transport.on(Self.cdnBase + host, .status(404, headers: [
+                ("Apple-Failure-Reason", "SWCERR00101 Bad HTTP Response: 404 Not Found"), ("Apple-From", from),
+            ]))
+        }
+        let wrong = await cdn.fetch(host: "wrongfrom.test")
+        #expect(wrong.code == "cdn-origin-failure")
+        let finding = wrong.findings.first { $0.code == "cdn-origin-failure" }
+        #expect(finding?.message.hasPrefix("Apple's CDN could not get the file from https://wrongfrom.test/.well-known/apple-app-site-association:") == true,
+                "\(finding?.message ?? "")")
+        #expect(finding?.message.contains("(its Apple-From names another host: https://other.test/") == true)
+        #expect(finding?.fix?.contains("other.test") == false, "\(finding?.fix ?? "")")
+        let right = await cdn.fetch(host: "rightfrom.test").findings.first { $0.code == "cdn-origin-failure" }
+        #expect(right?.message.hasPrefix("Apple's CDN could not get the file from https://RightFrom.test/") == true, "\(right?.message ?? "")")
+        #expect(right?.message.contains("another host") == false)
+    }
+
     @Test func theCDNRouteDecodesTheCDNsAnswers() async {
         let transport = ScriptedTransport()
         let cdn = CDNFetcher(transport: transport, options: Self.options, base: Self.cdnBase)

@@ -144,8 +144,13 @@ public struct CDNFetcher: RouteSide {
                           fix: "the CDN starts serving a domain within about 24 hours after an app listing it is installed; until then test with ?mode=developer")
         }
         if status == 404, headers.failureReason != nil {
-            let origin = headers.from ?? AASAFetcher.wellKnownURL(host)
+            // The origin the CDN names, when it is this host's: an Apple-From naming another
+            // host is quoted, not taken for the place to fix.
+            let named = headers.from
+            let namesAnother = named.map { URLParts($0)?.host.map(URLParts.normalisedHost) != URLParts.normalisedHost(host) } ?? false
+            let origin = namesAnother ? AASAFetcher.wellKnownURL(host) : named ?? AASAFetcher.wellKnownURL(host)
             var message = "Apple's CDN could not get the file from \(origin): \(headers.logLine ?? "")"
+            if namesAnother, let named { message += " (its Apple-From names another host: \(named))" }
             if let tryDirect = headers.tryDirect { message += " (Apple-Try-Direct: \(tryDirect))" }
             message += "; \(headers.cacheSummary)"
             let fix: String
