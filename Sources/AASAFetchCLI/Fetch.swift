@@ -122,7 +122,7 @@ extension AASAFetchCommand {
             let progress = ProgressReporter(total: hosts, quiet: quiet, console: console)
             let streaming = StreamingRun(
                 source: source, fetcher: fetcher, settled: settled, region: region, format: output.format,
-                console: console, store: recordIn, progress: progress, stopped: { stop.signal != nil }
+                console: console, store: recordIn, progress: progress, stopped: { stop.signal != nil }, quiet: quiet
             )
             // On a task of its own, so that a signal can cancel it; the run is handed over whole.
             let handover = Handover(streaming)

@@ -22,6 +22,8 @@ struct StreamingRun {
     /// Whether a stopping signal ended the run: what finished is recorded, and the closing
     /// summary (which would count the hosts never fetched) is not written.
     var stopped: @Sendable () -> Bool = { false }
+    /// `--quiet`: no notes on standard error.
+    var quiet = false
 
     /// Results recorded per store transaction.
     static let recordBatch = 256
@@ -129,7 +131,7 @@ struct StreamingRun {
         await flush()
         await awaitWrite()
         progress.finish()
-        if superseded > 0 {
+        if superseded > 0, !quiet {
             console.diagnostic("note", "\(Plural.count(superseded, "host was", "hosts were")) recorded by another process (a refresh or another run) while this run fetched them; that result stands in the store, and this run's is shown but not recorded")
         }
         if let spoolFailure { return (nil, spoolFailure) }

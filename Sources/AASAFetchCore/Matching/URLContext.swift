@@ -43,8 +43,6 @@ struct URLContext {
     final class Derived {
         var texts = [[UInt8]?](repeating: nil, count: 12)
         var items = [[(name: [UInt8], value: [UInt8])]?](repeating: nil, count: 4)
-        /// Query names looked up so far (``queryItemMatches(name:pattern:percentEncoded:)``).
-        var itemLookups = 0
         /// Per variant of ``items``: each name's item positions, built once lookups are many.
         var itemIndexes = [[[UInt8]: [Int]]?](repeating: nil, count: 4)
     }
@@ -55,6 +53,9 @@ struct URLContext {
 
     let input: URLInput
     private var derived: Derived?
+    /// Query names looked up so far (``queryItemMatches(name:pattern:percentEncoded:)``), kept
+    /// here so a few lookups allocate nothing.
+    private var itemLookups = 0
 
     init(input: URLInput) {
         self.input = input
@@ -174,9 +175,9 @@ struct URLContext {
 
     /// Whether every item called `name` matches `pattern` (an absent item reads as `""`).
     mutating func queryItemMatches(name: [UInt8], pattern: CompiledPattern, percentEncoded: Bool) -> Bool {
-        let store = store()
-        store.itemLookups += 1
-        if store.itemLookups > Self.scannedLookups {
+        itemLookups += 1
+        if itemLookups > Self.scannedLookups {
+            let store = store()
             let items = items(percentEncoded: percentEncoded, caseSensitive: pattern.caseSensitive)
             let slot = (percentEncoded ? 0 : 1) + (pattern.caseSensitive ? 0 : 2)
             let index: [[UInt8]: [Int]]
