@@ -143,110 +143,98 @@ extension AASAFetchCommand {
         func run() async throws {
             let console = Console.standard
             let now = self.now.flatMap(Timestamp.parse) ?? Date()
+            guard let host else {
+                try await showAll(now: now, console: console)
+                return
+            }
             let records: [HostRecord]
             let path = store.location
             do {
                 let database = try await store.open(create: false, readOnly: true)
-                if let host {
-                    // As `refresh --host` names hosts: `BÜCHER.example` is `xn--bcher-kva.example`.
-                    let name = AASAFetchCommand.Refresh.normalizedHost(host) ?? host.lowercased()
-                    let states = try await database.states(of: Route.allCases.map { HostKey(host: name, route: $0) })
-                    let keys = states.keys.sorted()
-                    let needs = try await database.needs(for: keys)
-                    var found: [HostRecord] = []
-                    for key in keys {
-                        guard var state = states[key] else { continue }
-                        let verdict = StoredVerdict(state: state, needs: needs[key] ?? [])
-                        state.approvedBody = nil
-                        state.lastResult?.body = nil
-                        var byEntry: [String: HostRecord.EntryRecord] = [:]
-                        var order: [String] = []
-                        for need in needs[key] ?? [] {
-                            if byEntry[need.entry] == nil {
-                                order.append(need.entry)
-                                byEntry[need.entry] = HostRecord.EntryRecord(entry: need.entry, service: need.service, appIDs: [])
-                            }
-                            if !need.appID.isEmpty { byEntry[need.entry]?.appIDs.append(need.appID) }
+                // As `refresh --host` names hosts: `BÜCHER.example` is `xn--bcher-kva.example`.
+                let name = AASAFetchCommand.Refresh.normalizedHost(host) ?? host.lowercased()
+                let states = try await database.states(of: Route.allCases.map { HostKey(host: name, route: $0) })
+                let keys = states.keys.sorted()
+                let needs = try await database.needs(for: keys)
+                var found: [HostRecord] = []
+                for key in keys {
+                    guard var state = states[key] else { continue }
+                    let verdict = StoredVerdict(state: state, needs: needs[key] ?? [])
+                    state.approvedBody = nil
+                    state.lastResult?.body = nil
+                    var byEntry: [String: HostRecord.EntryRecord] = [:]
+                    var order: [String] = []
+                    for need in needs[key] ?? [] {
+                        if byEntry[need.entry] == nil {
+                            order.append(need.entry)
+                            byEntry[need.entry] = HostRecord.EntryRecord(entry: need.entry, service: need.service, appIDs: [])
                         }
-                        let history = try await database.history(of: key, limit: historyLimit)
-                        let kept = versions ? try await database.versions(of: key, bodies: false) : nil
-                        found.append(HostRecord(state: state, now: now, verdict: verdict, entries: order.compactMap { byEntry[$0] },
-                                                history: history, versions: kept))
+                        if !need.appID.isEmpty { byEntry[need.entry]?.appIDs.append(need.appID) }
                     }
-                    records = found
-                } else {
-                    records = try await Self.allRecords(in: database, now: now)
+                    let history = try await database.history(of: key, limit: historyLimit)
+                    let kept = versions ? try await database.versions(of: key, bodies: false) : nil
+                    found.append(HostRecord(state: state, now: now, verdict: verdict, entries: order.compactMap { byEntry[$0] },
+                                            history: history, versions: kept))
                 }
+                records = found
             } catch {
                 throw CommandFailure(storeCall: error)
             }
             if json {
                 try console.json(ShowReport(store: path, now: now, hosts: records.map(ShowReport.Host.init)))
+            } else if versions {
+                renderVersions(records, console: console)
             } else {
                 render(records, console: console)
             }
-            if let host, records.isEmpty {
+            if records.isEmpty {
                 throw CommandFailure(code: "host-unknown", message: "\(host) is not in the store \(path)", status: ExitStatus.failure)
             }
         }
 
-        /// Every host with its verdict: states and needs read 500 hosts at a time, bodies dropped
-        /// once judged (only approved bodies that some app ID needs judged are loaded).
-        private static func allRecords(in database: any AssociationStore, now: Date) async throws -> [HostRecord] {
-            let summaries = try await database.allHosts()
-            var records: [HostRecord] = []
-            records.reserveCapacity(summaries.count)
-            for start in stride(from: 0, to: summaries.count, by: 500) {
-                let chunk = Array(summaries[start..<min(start + 500, summaries.count)])
-                let keys = chunk.map(\.key)
-                let needs = try await database.needs(for: keys)
-                let judged = chunk.filter { summary in
-                    summary.lastResult?.code == "ok" && (needs[summary.key] ?? []).contains { !$0.appID.isEmpty }
-                }.map(\.key)
-                let bodies = judged.isEmpty ? [:] : try await database.states(of: judged)
-                for summary in chunk {
-                    let verdict = StoredVerdict(state: bodies[summary.key] ?? summary, needs: needs[summary.key] ?? [])
-                    records.append(HostRecord(state: summary, now: now, verdict: verdict))
-                }
+        /// `show` without a host: every host, read and judged a page at a time
+        /// (``StoredVerdict/walk(_:chunk:historyLimit:allBodies:_:)``) and written as it comes, so
+        /// memory does not grow with the store. The JSON document is streamed; the table's rows
+        /// wait in a temporary file until its column widths are known.
+        private func showAll(now: Date, console: Console) async throws {
+            let path = store.location
+            let database: any AssociationStore
+            do {
+                database = try await store.open(create: false, readOnly: true)
+            } catch {
+                throw CommandFailure(storeCall: error)
             }
-            return records
+            // The document starts once the store is open: a store that cannot be read gets the
+            // error document instead.
+            var stream = json ? ShowJSONStream(console: console, store: path, now: now) : nil
+            var table = json ? nil : try HostTable()
+            do {
+                try await StoredVerdict.walk(database, allBodies: false) { chunk in
+                    for (verdict, _) in chunk {
+                        var state = verdict.state
+                        state.approvedBody = nil
+                        state.lastResult?.body = nil
+                        let record = HostRecord(state: state, now: now, verdict: verdict)
+                        if stream != nil {
+                            try stream?.host(ShowReport.Host(record))
+                        } else {
+                            try table?.add(record)
+                        }
+                    }
+                }
+            } catch let error as CommandFailure {
+                throw error
+            } catch {
+                throw CommandFailure(storeCall: error)
+            }
+            if let stream {
+                stream.finish()
+            } else if let table {
+                try table.print(console: console, emptyStore: path)
+            }
         }
 
         private func render(_ records: [HostRecord], console: Console) {
-            if host == nil {
-                if records.isEmpty {
-                    console.out("the store \(store.location) holds no host")
-                    return
-                }
-                let rows = records.map { record -> [String] in
-                    let state = record.state
-                    let status = state.lastResult.map { "\(record.verdict.code ?? $0.code) \($0.httpStatus.map(String.init) ?? "---")" } ?? "not fetched"
-                    let next = state.unneededSince.map { "unneeded since \(Timestamp.string($0))" }
-                        ?? Timestamp.string(state.nextCheck) + (state.nextCheck <= record.now ? "*" : "")
-                    return [state.key.description, status, state.approvedAt.map(Timestamp.string) ?? "never", next, "\(state.consecutiveFailures)"]
-                }
-                let header = ["HOST", "STATUS", "LAST APPROVED", "NEXT CHECK", "FAILURES"]
-                // Every column as wide as its longest value, two spaces apart (the host column
-                // starts after the mark).
-                let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
-                func line(_ cells: [String]) -> String {
-                    zip(cells, widths).enumerated().map { column, cell in
-                        column == cells.count - 1 ? cell.0 : cell.0 + String(repeating: " ", count: cell.1 - cell.0.count + 2)
-                    }.joined()
-                }
-                console.out("  " + line(header))
-                for (record, row) in zip(records, rows) {
-                    let state = record.state
-                    let mark = state.lastResult == nil ? "?" : HumanRenderer(console: console).mark(record.verdict.associated)
-                    console.out("\(mark) " + line(row))
-                }
-                console.out("\(Plural.count(records.count, "host")); * due now")
-                return
-            }
-            if versions {
-                renderVersions(records, console: console)
-                return
-            }
             for record in records {
                 let state = record.state
                 console.out("\(state.key.description)  tier \(state.tier)")
@@ -488,5 +476,107 @@ extension AASAFetchCommand {
             }
             if !skipped.isEmpty { throw ExitStatus.failure }
         }
+    }
+}
+
+/// `show --json` without a host, written host by host: byte for byte what ``JSONOutput/string(_:)``
+/// writes for the whole ``ShowReport``.
+struct ShowJSONStream {
+    private let console: Console
+    private let writer = ReportJSONWriter(style: .pretty)
+    private var hosts = 0
+
+    /// Starts the document (its head and the `hosts` array) on standard output.
+    init(console: Console, store: String, now: Date) {
+        self.console = console
+        console.beginDocument()
+        let store = (try? writer.string(store, depth: 1)) ?? "null"
+        let time = (try? writer.string(now, depth: 1)) ?? "null"
+        console.outJSONFragment("{\n  \"schemaVersion\": \(JSONSchemaVersion.current),\n  \"store\": \(store),\n  \"now\": \(time),\n  \"hosts\": [")
+    }
+
+    /// Writes one host.
+    mutating func host(_ host: ShowReport.Host) throws {
+        console.outJSONFragment((hosts == 0 ? "\n    " : ",\n    ") + (try writer.string(host, depth: 2)))
+        hosts += 1
+    }
+
+    /// Ends the document.
+    func finish() {
+        console.outJSONFragment(hosts == 0 ? "]\n}\n" : "\n  ]\n}\n")
+    }
+}
+
+/// The table of `show` without a host. Its rows wait in a temporary file (escaped cells, one row a
+/// line) until every row is known, since each column is as wide as its longest value: memory stays
+/// flat whatever the store holds.
+struct HostTable {
+    static let header = ["HOST", "STATUS", "LAST APPROVED", "NEXT CHECK", "FAILURES"]
+    private let file: UnsafeMutablePointer<FILE>
+    private var widths = header.map(HumanRenderer.columns)
+    private var rows = 0
+
+    /// A table with its temporary file (`spool-error` when none can be made: `TMPDIR`).
+    init() throws(CommandFailure) {
+        guard let file = tmpfile() else {
+            throw CommandFailure(code: "spool-error", message: "cannot create a temporary file for the table: \(SystemReason.text(errno: errno))")
+        }
+        self.file = file
+    }
+
+    /// Adds a host's row.
+    mutating func add(_ record: HostRecord) throws(CommandFailure) {
+        let state = record.state
+        let status = state.lastResult.map { "\(record.verdict.code ?? $0.code) \($0.httpStatus.map(String.init) ?? "---")" } ?? "not fetched"
+        let next = state.unneededSince.map { "unneeded since \(Timestamp.string($0))" }
+            ?? Timestamp.string(state.nextCheck) + (state.nextCheck <= record.now ? "*" : "")
+        // Escaped here, so a cell holds no control character: no field or line separator, and
+        // the widths are those the terminal shows.
+        let cells = [state.key.description, status, state.approvedAt.map(Timestamp.string) ?? "never", next, "\(state.consecutiveFailures)"]
+            .map(TerminalText.escaped)
+        for (column, cell) in cells.enumerated() { widths[column] = max(widths[column], HumanRenderer.columns(cell)) }
+        let mark = state.lastResult == nil ? "?" : record.verdict.associated.map { $0 ? "1" : "0" } ?? "-"
+        let line = ([mark] + cells).joined(separator: "\u{1F}") + "\n"
+        guard fputs(line, file) >= 0 else {
+            throw CommandFailure(code: "spool-error", message: "cannot write the table's temporary file: \(SystemReason.text(errno: errno))")
+        }
+        rows += 1
+    }
+
+    /// Prints the table (or that the store holds no host) and closes the temporary file.
+    func print(console: Console, emptyStore store: String) throws(CommandFailure) {
+        defer { fclose(file) }
+        guard rows > 0 else {
+            console.out("the store \(store) holds no host")
+            return
+        }
+        guard fflush(file) == 0, fseek(file, 0, SEEK_SET) == 0 else {
+            throw CommandFailure(code: "spool-error", message: "cannot read the table's temporary file: \(SystemReason.text(errno: errno))")
+        }
+        let renderer = HumanRenderer(console: console)
+        // Two spaces between columns; the host column starts after the mark.
+        func line(_ cells: [String]) -> String {
+            zip(cells, widths).enumerated().map { column, cell in
+                column == cells.count - 1 ? cell.0 : renderer.pad(cell.0, cell.1) + "  "
+            }.joined()
+        }
+        console.out("  " + line(Self.header))
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(buffer) }
+        var printed = 0
+        while getline(&buffer, &capacity, file) > 0, let buffer {
+            var fields = String(cString: buffer).dropLast().split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == Self.header.count + 1 else { break }
+            let mark = fields.removeFirst()
+            // Never fetched: a plain `?`; fetched but not judged: the painted one.
+            let shown = mark == "?" ? "?" : renderer.mark(mark == "1" ? true : mark == "0" ? false : nil)
+            console.out("\(shown) " + line(fields))
+            printed += 1
+        }
+        guard printed == rows else {
+            throw CommandFailure(code: "spool-error", message: "the table's temporary file lost rows (\(printed) of \(rows) read back)")
+        }
+        console.out("\(Plural.count(rows, "host")); * due now")
     }
 }

@@ -80,4 +80,50 @@ struct ShowVerdictTests {
         #expect(both["associated"] as? Bool == false, "one app that needs the host is not listed")
         #expect(both["code"] as? String == "app-not-listed")
     }
+
+    /// `show` without a host reads the store a page at a time and writes as it reads: a store of
+    /// several pages lists every host once, in order of addition; the JSON is one valid document;
+    /// the table's columns line up over every page, and a host name with a control character is
+    /// escaped and counted as the terminal shows it.
+    @Test func showListsAStoreOfSeveralPagesOnceEachInOrder() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-show-pages-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cache = root.appendingPathComponent("cache")
+        try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+        let count = 1_203
+        do {
+            let store = try SQLiteAssociationStore(path: cache.appendingPathComponent(SQLiteAssociationStore.fileName).path, create: true)
+            let now = Date(timeIntervalSince1970: 1_800_000_000)
+            #expect(try await store.insertSyntheticHosts(count: count, nextCheck: now, now: now) == count)
+            try await store.executeForTesting("UPDATE hosts SET host = 'h700' || char(27) || '[2J.bench.example' WHERE host = 'h700.bench.example'")
+            try await store.executeForTesting("DELETE FROM hosts WHERE host = 'h3.bench.example'")
+            let pages = try await store.hosts(after: 0, limit: 500)
+            #expect(pages.states.count == 500)
+            let rest = try await store.hosts(after: try #require(pages.cursor), limit: 10_000)
+            #expect(rest.states.count == count - 1 - 500)
+            #expect(try await store.hosts(after: try #require(rest.cursor), limit: 10).cursor == nil)
+        }
+        let expected = (0..<count).filter { $0 != 3 }.map { $0 == 700 ? "h700\u{1B}[2J.bench.example" : "h\($0).bench.example" }
+
+        let json = try ToolRunner.run(["show", "--json", "--now", "2027-01-01T00:00:00Z"], cache: cache.path)
+        #expect(json.status == 0, "\(json.stderr)")
+        let hosts = try #require(try json.json()["hosts"] as? [[String: Any]])
+        #expect(hosts.compactMap { $0["host"] as? String } == expected)
+
+        let table = try ToolRunner.run(["show", "--now", "2027-01-01T00:00:00Z"], cache: cache.path)
+        #expect(table.status == 0, "\(table.stderr)")
+        let lines = table.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == expected.count + 2)
+        #expect(lines.last == "\(expected.count) hosts; * due now")
+        let rows = Array(lines.dropFirst().dropLast())
+        #expect(rows.map { $0.dropFirst(2).split(separator: " ").first.map(String.init) ?? "" }
+            == expected.map { $0.replacingOccurrences(of: "\u{1B}", with: "\\x1B") })
+        // Every row's STATUS column starts where the header's does: the widths cover every page
+        // and the escaped name (`\x1B[2J`) as shown.
+        let column = try #require(lines.first?.range(of: "STATUS")).lowerBound.utf16Offset(in: lines[0])
+        for row in rows {
+            let status = try #require(row.range(of: "ok ---") ?? row.range(of: "ok "))
+            #expect(status.lowerBound.utf16Offset(in: row) == column, "\(row)")
+        }
+    }
 }

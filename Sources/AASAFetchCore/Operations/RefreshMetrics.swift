@@ -1,26 +1,31 @@
 import Foundation
 
 extension StoredVerdict {
-    /// Reads every host of a store in order of addition, `chunk` hosts at a time (their bodies,
-    /// needs and, with `historyLimit` > 0, their last history events), judges each
-    /// (``init(state:needs:)``) and hands each chunk to `body`; bodies are dropped after it, so
-    /// memory stays bounded by the chunk.
+    /// Reads every host of a store in order of addition, `chunk` hosts at a time (a page of
+    /// ``AssociationStore/hosts(after:limit:)``, then their needs, bodies and, with `historyLimit`
+    /// > 0, their last history events), judges each (``init(state:needs:)``) and hands each chunk
+    /// to `body`; bodies are dropped after it, so memory stays bounded by the chunk, whatever the
+    /// store holds.
+    ///
+    /// `allBodies`: every host's stored bodies are read (the status page shows the approved file);
+    /// without it only those a verdict reads (the last download was `ok` and some app ID needs the
+    /// host), and the other hosts keep their page's summary.
     public static func walk(
-        _ store: any AssociationStore, chunk: Int = 500, historyLimit: Int = 0,
+        _ store: any AssociationStore, chunk: Int = 500, historyLimit: Int = 0, allBodies: Bool = true,
         _ body: ([(verdict: StoredVerdict, history: [HistoryEvent])]) throws -> Void
     ) async throws {
-        let keys = try await store.allHosts().map(\.key)
-        var start = 0
-        while start < keys.count {
-            let part = Array(keys[start..<min(keys.count, start + max(1, chunk))])
-            start += part.count
-            let states = try await store.states(of: part)
-            let needs = try await store.needs(for: part)
-            let histories = historyLimit > 0 ? try await store.histories(of: part, limit: historyLimit) : [:]
-            // A host forgotten between the listing and this read is skipped.
-            let judged = part.compactMap { key -> (verdict: StoredVerdict, history: [HistoryEvent])? in
-                guard let state = states[key] else { return nil }
-                return (StoredVerdict(state: state, needs: needs[key] ?? []), histories[key] ?? [])
+        try await store.forEachHostPage(limit: chunk) { page in
+            let keys = page.map(\.key)
+            let needs = try await store.needs(for: keys)
+            let read = allBodies ? keys : page.filter { summary in
+                summary.lastResult?.code == "ok" && (needs[summary.key] ?? []).contains { !$0.appID.isEmpty }
+            }.map(\.key)
+            let states = read.isEmpty ? [:] : try await store.states(of: read)
+            let histories = historyLimit > 0 ? try await store.histories(of: keys, limit: historyLimit) : [:]
+            // With every body read, a host forgotten between the page and this read is skipped.
+            let judged = page.compactMap { summary -> (verdict: StoredVerdict, history: [HistoryEvent])? in
+                guard let state = states[summary.key] ?? (allBodies ? nil : summary) else { return nil }
+                return (StoredVerdict(state: state, needs: needs[summary.key] ?? []), histories[summary.key] ?? [])
             }
             try body(judged)
         }
@@ -92,11 +97,12 @@ public struct RefreshMetrics: Sendable {
         self.finishedAt = finishedAt
     }
 
-    /// Every host of a store that an entry needs, judged (``StoredVerdict/walk(_:chunk:historyLimit:_:)``);
+    /// Every host of a store that an entry needs, judged (``StoredVerdict/walk(_:chunk:historyLimit:allBodies:_:)``,
+    /// reading only the bodies a verdict reads);
     /// unneeded hosts are no longer refreshed, so they have no series (no stale alerts).
     public static func hosts(of store: any AssociationStore) async throws -> [Host] {
         var hosts: [Host] = []
-        try await StoredVerdict.walk(store) { chunk in
+        try await StoredVerdict.walk(store, allBodies: false) { chunk in
             hosts += chunk.filter { $0.verdict.state.unneededSince == nil }.map { Host($0.verdict) }
         }
         return hosts

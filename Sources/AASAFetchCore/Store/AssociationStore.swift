@@ -70,9 +70,11 @@ public protocol AssociationStore: Sendable {
     /// The stored state of these hosts (those the store knows).
     func states(of keys: [HostKey]) async throws -> [HostKey: HostState]
 
-    /// Every host, in order of addition, without bodies (``HostState/approvedBody`` is `nil`;
-    /// ``HostState/approvedSize`` tells whether there is one).
-    func allHosts() async throws -> [HostState]
+    /// At most `limit` hosts added after the host at `cursor` (0: from the first), in order of
+    /// addition, without bodies (``HostState/approvedBody`` is `nil`; ``HostState/approvedSize``
+    /// tells whether there is one). Each page is read on its own: a host added while pages are
+    /// read comes in a later page, one forgotten is not in the pages after it.
+    func hosts(after cursor: Int64, limit: Int) async throws -> HostPage
 
     /// The history of a host, oldest first; at most the last `limit` events.
     func history(of key: HostKey, limit: Int) async throws -> [HistoryEvent]
@@ -136,11 +138,45 @@ extension AssociationStore {
         try await register(hosts: hosts, needs: needs, now: now, returningStates: true)
     }
 
+    /// Every host, in order of addition, without bodies: ``hosts(after:limit:)`` page after page,
+    /// handed to `body` one page at a time (so memory is bounded by the page, not by the store).
+    public func forEachHostPage(limit: Int = 500, _ body: ([HostState]) async throws -> Void) async throws {
+        var cursor: Int64 = 0
+        while true {
+            let page = try await hosts(after: cursor, limit: max(1, limit))
+            guard let next = page.cursor, !page.states.isEmpty else { return }
+            try await body(page.states)
+            cursor = next
+        }
+    }
+
+    /// Every host, in order of addition, without bodies, in one array (tests and small stores;
+    /// commands read the pages of ``forEachHostPage(limit:_:)``).
+    public func allHosts() async throws -> [HostState] {
+        var all: [HostState] = []
+        try await forEachHostPage { all += $0 }
+        return all
+    }
+
     /// One ``record(_:owner:)`` per update.
     public func recordAll(_ updates: [HostUpdate], owner: String?) async throws -> [RecordResult] {
         var results: [RecordResult] = []
         results.reserveCapacity(updates.count)
         for update in updates { results.append(try await record(update, owner: owner)) }
         return results
+    }
+}
+
+/// A page of hosts in order of addition (``AssociationStore/hosts(after:limit:)``).
+public struct HostPage: Sendable {
+    /// The hosts, without bodies.
+    public var states: [HostState]
+    /// Where the next page starts (the last host's position), `nil` when the page is empty.
+    public var cursor: Int64?
+
+    /// A page.
+    public init(states: [HostState], cursor: Int64?) {
+        self.states = states
+        self.cursor = cursor
     }
 }

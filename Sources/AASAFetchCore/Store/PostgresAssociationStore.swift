@@ -438,10 +438,12 @@ public struct PostgresAssociationStore: AssociationStore {
         try await transaction { tx in try Self.states(tx, of: keys) }
     }
 
-    public func allHosts() async throws -> [HostState] {
+    public func hosts(after cursor: Int64, limit: Int) async throws -> HostPage {
         try await transaction { tx in
-            let rows = try tx.execute("SELECT id, \(Self.columns(prefix: "", bodies: false)) FROM hosts ORDER BY id")
-            return Self.states(from: rows).map(\.state)
+            let rows = try tx.execute("SELECT id, \(Self.columns(prefix: "", bodies: false)) FROM hosts WHERE id > $1::bigint ORDER BY id LIMIT $2::int",
+                                      [String(cursor), String(max(1, limit))])
+            let states = Self.states(from: rows)
+            return HostPage(states: states.map(\.state), cursor: states.last?.id)
         }
     }
 

@@ -521,9 +521,12 @@ public struct SQLiteAssociationStore: AssociationStore {
         try await read { db in try Self.states(db, of: keys) }
     }
 
-    public func allHosts() async throws -> [HostState] {
+    public func hosts(after cursor: Int64, limit: Int) async throws -> HostPage {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Self.summaryColumns) FROM hosts ORDER BY id").map { try Self.state(from: $0) }
+            let rows = try Row.fetchAll(db, sql: "SELECT \(Self.summaryColumns), id FROM hosts WHERE id > ? ORDER BY id LIMIT ?",
+                                        arguments: [cursor, max(1, limit)])
+            return HostPage(states: try rows.map { try Self.state(from: $0) },
+                            cursor: try rows.last.map { try $0.value(Self.columnAfterState) as Int64 })
         }
     }
 
