@@ -124,6 +124,11 @@ final class Transfer {
         try setString(CURLOPT_PROTOCOLS_STR, request.allowPlainHTTP ? "http,https" : "https", "PROTOCOLS_STR")
         try setString(CURLOPT_REDIR_PROTOCOLS_STR, "https", "REDIR_PROTOCOLS_STR")
         try setLong(CURLOPT_FOLLOWLOCATION, 0, "FOLLOWLOCATION")
+        // No proxy, whatever `https_proxy`/`all_proxy` say: the device connects to the host
+        // itself, and the address policy can only check the address connected to (through a
+        // proxy it would check the proxy's, and the proxy's `200 Connection established` would
+        // stand for the server's answer).
+        try setString(CURLOPT_PROXY, "", "PROXY")
         if let body = request.body {
             if body.contentType.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
                 throw TransferFailure(kind: .invalidRequest, message: "the content type contains CR, LF or NUL: \(body.contentType.debugDescription)")

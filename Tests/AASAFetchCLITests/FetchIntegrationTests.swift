@@ -199,6 +199,21 @@ struct FetchIntegrationTests {
         #expect(fixture.nginx.requests().isEmpty)
     }
 
+    /// Proxy variables are ignored: the tool connects to the host itself (the address policy checks
+    /// the address connected to), as a device does; a proxy where nothing listens changes nothing.
+    @Test func proxyVariablesAreNotUsed() async throws {
+        let fixture = try await Fixture.start()
+        defer { fixture.stop() }
+        let proxy = "http://127.0.0.1:9"
+        let result = try ToolRunner.run(fixture.network + ["--domain", "applinks:good.example.com", "--app-id", Self.appID, "--json"],
+                                        environment: ["https_proxy": proxy, "HTTPS_PROXY": proxy, "all_proxy": proxy, "ALL_PROXY": proxy])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let domain = try #require(try result.json().domain("good.example.com"))
+        #expect(domain["code"] as? String == "ok")
+        #expect(domain["contentType"] as? String == "application/json")
+        #expect(fixture.nginx.requests().contains { $0.host == "good.example.com" })
+    }
+
     /// A Unicode entry is fetched under its Punycode name and still reported as an entitlement error.
     @Test func unicodeEntryIsFetchedAsPunycode() async throws {
         let fixture = try await Fixture.start()
