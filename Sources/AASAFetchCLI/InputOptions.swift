@@ -37,6 +37,11 @@ struct InputOptions: ParsableArguments {
         for definition in definitions where !definition.contains("=") {
             throw ValidationError("--define takes NAME=VALUE, not '\(definition)'")
         }
+        // A store keeps an app ID as text that ends at a NUL: one with a control character would
+        // be judged as given and recorded cut short.
+        if let appID = appIDs.first(where: AppID.hasControlCharacter) {
+            throw ValidationError("--app-id \(appID.debugDescription) holds a control character")
+        }
         if let region, !DomainPrioritizer.isKnownRegion(region) {
             throw ValidationError("'\(region)' is not an ISO 3166-1 region code with a ccTLD")
         }
@@ -257,6 +262,15 @@ struct InputOptions: ParsableArguments {
                     fix: "pass --app-id TEAMID.bundle.id, or --define the variables"
                 ))
             }
+        }
+        if let appID = appIDs.first(where: AppID.hasControlCharacter) {
+            findings.append(.warning(
+                "app-id-malformed",
+                "application-identifier \(appID.debugDescription) holds a control character, so association cannot be judged",
+                fix: "pass --app-id TEAMID.bundle.id"
+            ))
+            appIDs = []
+            source = .none
         }
         for appID in appIDs where !AppID.isWellFormed(appID) {
             findings.append(.warning(

@@ -129,6 +129,30 @@ struct HostileInputTests {
         }
     }
 
+    /// A NUL (or any control character) inside an entry or an app ID would be cut off where a
+    /// store or the run spool keeps it: an entry holding one is an error of its own, the same from
+    /// a config file and from a `--domains` line, and such an app ID is a usage error.
+    @Test func aControlCharacterInAnEntryOrAnAppIDIsRefused() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-nul-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let list = work.appendingPathComponent("domains.txt")
+        try Data("webcredentials\u{0}evil:nul.example.com\n".utf8).write(to: list)
+        let config = work.appendingPathComponent("entries.json")
+        try Data(#"{"domain":["webcredentials\u0000evil:nul.example.com"]}"#.utf8).write(to: config)
+        for source in [["--domains", list.path], ["--config", config.path]] {
+            let run = try ToolRunner.run(source + ["--no-store", "--app-id", "ABCDE12345.com.example.app", "--json"])
+            #expect(run.status == 1, "\(source): \(run.stderr)")
+            let entries = try #require(try run.json()["entries"] as? [[String: Any]])
+            #expect(entries.map { $0["code"] as? String } == ["entitlement-control-character"], "\(source): \(run.stdout)")
+        }
+        let app = work.appendingPathComponent("app.json")
+        try Data(#"{"domain":["applinks:nul.example.com"],"app-id":["ABCDE12345.com.example.app\u0000evil"]}"#.utf8).write(to: app)
+        let usage = try ToolRunner.run(["--config", app.path, "--no-store"])
+        #expect(usage.status == 64)
+        #expect(usage.stderr.contains("holds a control character"), "\(usage.stderr)")
+    }
+
     /// Server text and file text never reach the terminal raw: `ESC ] 0 ; … BEL` (retitle) and
     /// `ESC [ 2 J` (clear) in a `Location` header and in app IDs come out escaped in human output,
     /// and intact (JSON-escaped) in JSON.

@@ -142,6 +142,15 @@ public struct EntryParser: Sendable {
             text = trimmed
         }
 
+        // A control character inside (NUL, ESC, a line break): no part of an entry may hold one,
+        // and a store or spool that keeps C strings would cut the entry at a NUL.
+        if let control = text.unicodeScalars.first(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            let hex = String(control.value, radix: 16, uppercase: true)
+            return fail("entitlement-control-character",
+                        "\(text.debugDescription) holds the control character U+\(String(repeating: "0", count: 4 - hex.count))\(hex)",
+                        fix: "remove it: an entry is service:domain in printable characters")
+        }
+
         if EntryText.hasPrefix(text, asciiIgnoringCase: "http:") || EntryText.hasPrefix(text, asciiIgnoringCase: "https:") {
             // A URL where the entry should be (`https://www.example.com/`): the scheme is the
             // mistake, not an unknown service called `https`.

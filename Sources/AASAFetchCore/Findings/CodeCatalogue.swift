@@ -121,6 +121,7 @@ public enum CodeCatalogue {
         e("entitlement-empty-host", "The entry has no host.", "Write SERVICE:HOST."),
         e("entitlement-wildcard-position", "A wildcard other than a leading *.", "Write the wildcard as *.example.com."),
         e("entitlement-wildcard-appclips", "A wildcard in an appclips entry.", "List each App Clip host without a wildcard."),
+        e("entitlement-control-character", "The entry holds a control character (NUL, ESC, a line break inside).", "Remove it: an entry is service:domain in printable characters."),
         e("entitlement-invalid-host", "The host is not a valid domain name.", "Write a valid host name."),
         e("entitlement-invalid-punycode", "A Punycode label that does not decode.", "Write the host in Unicode or valid Punycode."),
         e("entitlement-not-punycode", "A Unicode host that cannot be converted to Punycode.", "Write the host in Punycode (xn--…)."),

@@ -14,6 +14,12 @@ public enum AppID {
         }
     }
 
+    /// Whether an app ID holds a control character (U+0000–U+001F, U+007F): never an app ID, and
+    /// a NUL would cut it short in a store.
+    public static func hasControlCharacter(_ appID: String) -> Bool {
+        appID.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+    }
+
     /// Expands `$(NAME)` and `${NAME}` variables in an `application-identifier`; `nil` when one
     /// is undefined. `$(AppIdentifierPrefix)` and `$(TeamIdentifierPrefix)` end with a dot, as
     /// Xcode defines them.
