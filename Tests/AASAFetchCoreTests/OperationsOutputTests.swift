@@ -320,6 +320,28 @@ struct OperationsOutputTests {
         }
     }
 
+    /// A tampered store's times (far past any date, infinite, not a number) make a page, not a
+    /// crash: the sort keys are clamped whole seconds, and a time that is not a number is 0.
+    @Test func timesOutOfEveryRangeMakeAPage() throws {
+        var page = StatusPage()
+        for (index, seconds) in [-1e300, 1e300, Double.infinity, -Double.infinity, Double.nan, 1_800_000_000.75].enumerated() {
+            let time = Date(timeIntervalSince1970: seconds)
+            let host = "h\(index).example"
+            let state = HostState(key: HostKey(host: host), tier: 0,
+                                  lastResult: StoredResult(code: "http-client-error", reason: "HTTP 404", httpStatus: 404, url: "https://\(host)/x",
+                                                           headers: [], body: nil, fetchedAt: time),
+                                  nextCheck: time, addedAt: time)
+            page.add(StoredVerdict(state: state, needs: []),
+                     history: [HistoryEvent(key: HostKey(host: host), at: time, kind: .failed, detail: HistoryDetail(code: "x"))])
+        }
+        let html = try Self.expanded(page.render(store: "s", generatedAt: Date(timeIntervalSince1970: 1_800_000_000), version: "test")).page
+        for key in ["-9000000000000000", "9000000000000000", "1800000000"] {
+            #expect(html.contains("data-check=\"\(key)\"") && html.contains("data-change=\"\(key)\""), "\(key)")
+        }
+        #expect(html.contains("data-check=\"0\""), "not a number")
+        #expect(page.hostCount == 6)
+    }
+
     /// A host no app needs any more is left out of the page (it is not checked any more) and counted.
     @Test func hostsNoAppNeedsAreLeftOutAndCounted() throws {
         func verdict(_ host: String, unneeded: Bool) -> StoredVerdict {

@@ -123,14 +123,22 @@ public struct StatusPage: Sendable {
 
     /// A host's summary row (a closed `<details>` with an empty body) and the markup of its body,
     /// which the page's script puts in when the row is opened: 10,000 rows load as 10,000 lines.
+    /// A time as whole seconds since 1970 for the page's sort menu. A tampered store can hold any
+    /// number there: the value is clamped to about ±285 million years, and not a number is 0.
+    static func sortKey(_ date: Date) -> String {
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite else { return "0" }
+        return String(Int(max(-9e15, min(9e15, seconds.rounded(.towardZero)))))
+    }
+
     private func hostMarkup(_ verdict: StoredVerdict, history: [HistoryEvent]) -> (summary: String, body: String) {
         let state = verdict.state
         let status = verdict.status
         let last = history.last
         var search = [state.key.host, state.key.route.rawValue, verdict.code ?? "not-fetched", status.rawValue]
         search += verdict.needs.map(\.entry) + verdict.needs.map(\.appID).filter { !$0.isEmpty }
-        let changeTime = last.map { String(Int($0.at.timeIntervalSince1970)) } ?? "0"
-        let checkTime = state.lastResult.map { String(Int($0.fetchedAt.timeIntervalSince1970)) } ?? "0"
+        let changeTime = last.map { Self.sortKey($0.at) } ?? "0"
+        let checkTime = state.lastResult.map { Self.sortKey($0.fetchedAt) } ?? "0"
         var html = "<details class=\"h s-\(status.rawValue)\" data-st=\"\(status.rawValue)\""
         html += " data-host=\"\(Self.escape(state.key.host, attribute: true))\" data-route=\"\(Self.escape(state.key.route.rawValue, attribute: true))\""
         html += " data-change=\"\(changeTime)\" data-check=\"\(checkTime)\" data-q=\"\(Self.escape(search.joined(separator: " ").lowercased(), attribute: true))\">"
