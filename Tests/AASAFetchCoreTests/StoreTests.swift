@@ -124,6 +124,26 @@ struct StoreTests {
         }
     }
 
+    /// A store path that is a link to a volume not mounted (or a link loop) fails to open, and the
+    /// link stays: only a file this call made is removed when making a store fails.
+    @Test func aLinkAtTheStorePathIsNeverRemoved() async throws {
+        let temporary = TemporaryStore()
+        try FileManager.default.createDirectory(at: temporary.folder, withIntermediateDirectories: true)
+        let loop = temporary.folder.appendingPathComponent("loop").path
+        for target in [temporary.folder.appendingPathComponent("unmounted/volume/aasa-fetch.sqlite").path, temporary.path] {
+            try? FileManager.default.removeItem(atPath: temporary.path)
+            try FileManager.default.createSymbolicLink(atPath: temporary.path, withDestinationPath: target)
+            if target == temporary.path { try FileManager.default.createSymbolicLink(atPath: loop, withDestinationPath: loop) }
+            do {
+                _ = try temporary.open()
+                Issue.record("a store opened through a link to \(target)")
+            } catch let error as StoreError {
+                #expect(error.code == "store-unreadable", "\(target): \(error)")
+            }
+            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: temporary.path)) == target, "the link to \(target) was removed")
+        }
+    }
+
     @Test func newerSchemaIsRefused() async throws {
         let temporary = TemporaryStore()
         let store = try temporary.open()

@@ -41,6 +41,10 @@ public struct SQLiteAssociationStore: AssociationStore {
         let fileManager = FileManager.default
         let directory = (path as NSString).deletingLastPathComponent
         let existed = fileManager.fileExists(atPath: path)
+        // Anything at the path, a link to nowhere included (`fileExists` follows links): what was
+        // there before this call is never removed when making a store fails.
+        var entry = stat()
+        let pathWasTaken = lstat(path, &entry) == 0
         if !existed {
             guard create, !readOnly else {
                 // A file where the folder should be is not a missing store: no run could make one.
@@ -100,7 +104,7 @@ public struct SQLiteAssociationStore: AssociationStore {
                     // journal, a full disk): its empty file, or its header page alone, would read
                     // as "holds no store" to every later command. Removed under the lock, so no
                     // other creator is affected; a store with its tables takes more than a page.
-                    if !existed, let size = (try? fileManager.attributesOfItem(atPath: path))?[.size] as? UInt64, size <= 4096 {
+                    if !pathWasTaken, let size = (try? fileManager.attributesOfItem(atPath: path))?[.size] as? UInt64, size <= 4096 {
                         for file in [path, path + "-wal", path + "-shm", path + "-journal"] { try? fileManager.removeItem(atPath: file) }
                     }
                     throw error
