@@ -79,7 +79,9 @@ public struct Diff: AsyncParsableCommand {
     /// Rejects a non-positive size limit, `--route` without `--stored`, and OLD or NEW that are
     /// not `HOST[@-N]` with it (exit 64).
     public func validate() throws {
-        guard maxSize > 0 else { throw ValidationError("--max-size must be a positive number of bytes.") }
+        guard maxSize > 0, maxSize <= NetworkOptions.maxSizeLimit else {
+            throw ValidationError("--max-size must be between 1 and \(NetworkOptions.maxSizeLimit) bytes")
+        }
         // --cache and --store may come from the environment (AASA_FETCH_CACHE): only --route is refused.
         if !stored {
             if route != nil { throw ValidationError("--route names stored files: use it with --stored") }

@@ -65,10 +65,12 @@ public struct Lint: AsyncParsableCommand {
     /// Creates the command with default values (ArgumentParser fills them).
     public init() {}
 
-    /// Rejects an empty file list and a non-positive size limit (exit 64).
+    /// Rejects an empty file list and a size limit outside 1 B to 1 GiB (exit 64).
     public func validate() throws {
         guard !files.isEmpty else { throw ValidationError("Give at least one file.") }
-        guard maxSize > 0 else { throw ValidationError("--max-size must be a positive number of bytes.") }
+        guard maxSize > 0, maxSize <= NetworkOptions.maxSizeLimit else {
+            throw ValidationError("--max-size must be between 1 and \(NetworkOptions.maxSizeLimit) bytes")
+        }
     }
 
     /// Runs the command: writes the report and throws the exit status (1 or 2) when not 0.

@@ -326,7 +326,12 @@ enum RetentionInterval {
     /// `.some(nil)` for keep (`0`, `never`), `.some(seconds)` for a duration, `nil` when invalid.
     static func parse(_ text: String) -> TimeInterval?? {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
-        if trimmed == "never" || (Double(trimmed.filter { !"smhd".contains($0) }) == 0 && !trimmed.isEmpty) { return .some(nil) }
+        // Keep: `never`, or a zero written as a number with at most one unit after it (`0`,
+        // `0d`, `0.0h`); `hd0s` or `1e-400` are no way of writing a duration.
+        let number = trimmed.last.map { "smhd".contains($0) } == true ? String(trimmed.dropLast()) : trimmed
+        let zero = !number.isEmpty && number.first != "." && number.allSatisfy { $0 == "0" || $0 == "." }
+            && number.filter { $0 == "." }.count <= 1
+        if trimmed == "never" || zero { return .some(nil) }
         return IntervalParser.seconds(trimmed).map { .some($0) }
     }
 }

@@ -92,6 +92,21 @@ struct HostileInputTests {
         #expect(Timestamp.parse("inf") == nil && Timestamp.parse("9999-12-31T23:59:59Z") != nil && Timestamp.parse("-0.5") == nil)
     }
 
+    /// `lint` and `diff` take the same `--max-size` range as the network commands (1 B to 1 GiB):
+    /// a larger value overflowed the reader's arithmetic (a crash) or lifted the memory bound.
+    @Test func lintAndDiffSizeLimitsAreBounded() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-size-\(UUID().uuidString).json")
+        try Data(#"{"applinks":{"details":[]}}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        for value in ["9223372036854775807", "4611686018427387904", "1073741825", "0"] {
+            for command in [["lint", file.path], ["diff", file.path, file.path]] {
+                let run = try ToolRunner.run(command + ["--max-size", value])
+                #expect(run.status == 64 && run.stderr.contains("--max-size must be between 1 and 1073741824"), "\(command) \(value): \(run.status) \(run.stderr)")
+            }
+        }
+        #expect(try ToolRunner.run(["lint", file.path, "--max-size", "1073741824"]).status == 1, "read and judged: empty details")
+    }
+
     /// A usage message of several lines is one line (its line feeds were printed as `\n`, and the
     /// whole message came again after it).
     @Test func aUsageMessageOfSeveralLinesIsOneLine() throws {
@@ -113,6 +128,17 @@ struct HostileInputTests {
         for (option, value) in [("--max-size", "9223372036854775807"), ("--batch-size", "9223372036854775807")] {
             let run = try ToolRunner.run(["refresh", option, value])
             #expect(run.status == 64, "\(option) \(value): exit \(run.status): \(run.stderr)")
+        }
+        // Retention: garbage is not "keep forever"; a written zero and `never` are.
+        for option in ["--prune-after", "--keep-history"] {
+            for value in ["hd0s", "d0", "0s0", "1e-400", ".0", "0..0", "00x"] {
+                let run = try ToolRunner.run(["refresh", option, value])
+                #expect(run.status == 64, "\(option) \(value): exit \(run.status): \(run.stderr)")
+            }
+        }
+        for value in ["0", "0d", "0.0h", "never", "30d"] {
+            let run = try ToolRunner.run(["refresh", "--prune-after", value, "--cache", "/nonexistent/aasa-store"])
+            #expect(run.status == 2 && run.stderr.contains("store-missing"), "\(value): exit \(run.status): \(run.stderr)")
         }
     }
 
