@@ -139,6 +139,18 @@ import Testing
 
     // MARK: - Precedence
 
+    /// A FIFO with no writer under the default config name (or given with --config) is read as an
+    /// empty file at once: every command used to wait on it forever, with no message.
+    @Test(.timeLimit(.minutes(1))) func aFIFOUnderTheConfigNameIsNeverWaitedOn() throws {
+        let folder = try Folder()
+        defer { folder.remove() }
+        #expect(mkfifo(folder.at("aasa-fetch.yaml"), 0o600) == 0)
+        let options = try fetch(["--domain", "applinks:fifo.test"], in: folder)
+        #expect(options.input.domains == ["applinks:fifo.test"])
+        let lint = try ToolRunner.run(["lint", folder.at("aasa-fetch.yaml"), "--no-config"], timeout: .seconds(20))
+        #expect(lint.status == 1 && lint.stdout.contains("invalid-json"), "\(lint.stdout)\(lint.stderr)")
+    }
+
     @Test func theCommandLineWinsOverTheEnvironmentWhichWinsOverTheFile() throws {
         let folder = try Folder()
         defer { folder.remove() }

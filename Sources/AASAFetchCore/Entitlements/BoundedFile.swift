@@ -32,8 +32,13 @@ public enum BoundedFile {
         } else {
             // open(2) itself, so that the reason is the system's words ("No such file or
             // directory"), not Foundation's generic ones.
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            // Non-blocking, so a FIFO with no writer (a config file name taken by `mkfifo`) opens
+            // at once instead of waiting forever; blocking again for the reads, which then end
+            // at once there (no writer: end of file) and wait for data from a writer that is there.
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
             guard descriptor >= 0 else { throw .unreadable(SystemReason.text(errno: errno)) }
+            let flags = fcntl(descriptor, F_GETFL)
+            if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) }
             handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
         }
         defer { if path != "-" { try? handle.close() } }
