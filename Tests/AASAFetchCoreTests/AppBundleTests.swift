@@ -167,6 +167,20 @@ struct AppBundleTests {
         #expect(brokenXML.findings.map(\.code) == ["signature-malformed"])
     }
 
+    /// An entitlements blob past 1 MiB is not decoded (Foundation took about 30 times a blob's
+    /// size before any value count applied: a 300 KB .ipa took 5.4 GB): `plist-too-complex`, and
+    /// the other blob is used when it is readable.
+    @Test func anOversizedEntitlementsBlobIsNotDecoded() throws {
+        let padding = "<!--" + String(repeating: "x", count: AppInspector.maxEntitlementsBlobBytes) + "-->"
+        let xml = Array(String(decoding: F.xmlPlist(F.entitlements()), as: UTF8.self).replacingOccurrences(of: "<dict>", with: "<dict>" + padding).utf8)
+        let inspection = try AppInspector.inspect(bytes: F.machO(signature: F.superBlob(xml: xml, der: F.derEntitlements(F.entitlements()))), path: "D")
+        #expect(inspection.signature?.source == .der)
+        #expect(inspection.findings.map(\.code) == ["plist-too-complex"])
+        #expect(inspection.findings.first?.message.contains("over the 1048576 read") == true, "\(inspection.findings)")
+        let both = F.machO(signature: F.superBlob(xml: xml, der: F.derEntitlements(F.entitlements()) + [UInt8](repeating: 0, count: AppInspector.maxEntitlementsBlobBytes)))
+        #expect(code { _ = try AppInspector.inspect(bytes: both, path: "D") } == "plist-too-complex")
+    }
+
     @Test func signatureProblemsHaveStableCodes() {
         #expect(code { _ = try AppInspector.inspect(bytes: F.machO(signature: nil), path: "D") } == "macho-no-signature")
         #expect(code { _ = try AppInspector.inspect(bytes: F.machO(signature: F.superBlob(xml: nil, der: nil)), path: "D") } == "signature-no-entitlements")

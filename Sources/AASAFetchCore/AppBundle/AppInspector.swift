@@ -397,6 +397,11 @@ public enum AppInspector {
         return primary
     }
 
+    /// The largest entitlements blob decoded (XML or DER). Real ones are a few KiB; decoding
+    /// costs up to about 30 times the blob's size, so a blob as large as the executable (a small
+    /// `.ipa` can expand to one) would take gigabytes before any value limit could apply.
+    public static let maxEntitlementsBlobBytes = 1 << 20
+
     private static func readEntitlements(_ bytes: [UInt8], architecture: String, findings: inout [Finding]) throws(AppBundleError) -> SignedEntitlements {
         let signature = try CodeSignature.parse(bytes)
         var blobs: [SignedEntitlements.Source] = []
@@ -404,9 +409,15 @@ public enum AppInspector {
         var der: [String: PlistValue]?
         var xmlError: AppBundleError?
         var derError: AppBundleError?
+        func tooLarge(_ blob: [UInt8], _ what: String) -> AppBundleError? {
+            blob.count > maxEntitlementsBlobBytes
+                ? AppBundleError("plist-too-complex", "\(what) is \(blob.count) bytes, over the \(maxEntitlementsBlobBytes) read")
+                : nil
+        }
         if let bytes = signature.xmlEntitlements {
             blobs.append(.xml)
-            do {
+            do throws(AppBundleError) {
+                if let error = tooLarge(bytes, "the XML entitlements blob") { throw error }
                 xml = try PlistValue.parseDictionary(bytes, code: "signature-malformed", what: "the XML entitlements blob")
             } catch {
                 xmlError = error
@@ -414,7 +425,8 @@ public enum AppInspector {
         }
         if let bytes = signature.derEntitlements {
             blobs.append(.der)
-            do {
+            do throws(AppBundleError) {
+                if let error = tooLarge(bytes, "the DER entitlements blob") { throw error }
                 der = try DEREntitlements.decode(bytes)
             } catch {
                 derError = error
