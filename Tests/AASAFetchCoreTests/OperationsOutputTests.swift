@@ -255,6 +255,13 @@ struct OperationsOutputTests {
         // No app ID recorded: unjudged.
         let anonymous = [EntryNeed(entry: "applinks:www.example.com", service: .applinks, host: "www.example.com", appID: "")]
         #expect(StoredVerdict(state: Self.state(code: "ok", status: 200, headers: json, body: other, approved: other), needs: anonymous).status == .unjudged)
+        #expect(StoredVerdict(state: Self.state(code: "ok", status: 200, headers: json, body: other, approved: other), needs: anonymous).associated == nil)
+        // Recorded once without an app ID and once with one: judged by the one known, as the
+        // status (the page, the metrics) and refresh judge it; `show` said `?` here.
+        let mixed = StoredVerdict(state: Self.state(code: "ok", status: 200, headers: json, body: listed, approved: listed), needs: anonymous + Self.needs)
+        #expect(mixed.status == .associates && mixed.associated == true && mixed.code == "ok")
+        let mixedNotListed = StoredVerdict(state: Self.state(code: "ok", status: 200, headers: json, body: other, approved: other), needs: anonymous + Self.needs)
+        #expect(mixedNotListed.status == .fails && mixedNotListed.associated == false)
         // Never fetched.
         var pending = Self.state(code: "ok", status: 200)
         pending.lastResult = nil

@@ -107,7 +107,9 @@ public struct StoredVerdict: Sendable {
             associated = false
             code = failing.code
         } else {
-            associated = associations.contains { $0.associated == nil } ? nil : true
+            // Judged by the app IDs known: an entry also recorded without one (a run without
+            // --app-id) leaves it unjudged only when no app ID is known at all, as `status` does.
+            associated = associations.contains { $0.associated == true } ? true : nil
             code = "ok"
         }
         let result = Self.rejudge(last, key: state.key, approvedBody: state.approvedBody)
