@@ -176,6 +176,27 @@ struct RunLogicTests {
         #expect(transport.requests.first?.header("If-Modified-Since") == "Tue, 01 Dec 2026 00:00:00 GMT")
     }
 
+    /// A stored file over this run's `--max-size` (approved under a larger one) is asked for
+    /// without validators: a 304 would confirm what a download refuses as `too-large`.
+    @Test func aStoredFileOverTheSizeLimitIsNotConfirmedByA304() async {
+        let body = Array(Self.good.utf8)
+        let conditional = ConditionalRequest(validators: CacheValidators(etag: "\"v1\""), body: body,
+                                             headers: [HTTPHeader(name: "Content-Type", value: "application/json")], url: Self.wellKnown)
+        var small = Self.options
+        small.maxSize = body.count - 1
+        let transport = ScriptedTransport()
+        transport.on(Self.wellKnown, when: { $0.header("If-None-Match") != nil }, .status(304))
+        transport.on(Self.wellKnown, .json(Self.good))
+        let result = await Self.fetch(transport, options: small, conditional: conditional)
+        #expect(result.code == "too-large", "\(result.code): \(result.reason)")
+        #expect(transport.requests.map { $0.header("If-None-Match") } == [nil])
+        // Within the limit, the validators go as before.
+        small.maxSize = body.count
+        let within = ScriptedTransport()
+        within.on(Self.wellKnown, when: { $0.header("If-None-Match") != nil }, .status(304))
+        #expect(await Self.fetch(within, options: small, conditional: conditional).httpStatus == 304)
+    }
+
     /// A signed file is stored as its content, beside the headers it came with: a 304 confirming
     /// it is that file again, with its `signed-file` warning (it was `invalid-json`: the stored
     /// content was unwrapped a second time, with the CMS media type put back on it).

@@ -133,7 +133,7 @@ public struct AASAFetcher: RouteSide {
         let outcome = answered.result.map(reliesOnExtraCA: relies)
         if !options.retryDelays.isEmpty, isTransient(outcome) { return nil }
         attempts.append(Self.attempt(url: url, answered))
-        return notModified(outcome, conditional: conditional?.applying(to: url))
+        return notModified(outcome, conditional: conditional?.applying(to: url, maxSize: options.maxSize))
     }
 
     // MARK: - One URL, with retries and the trust-store fallback
@@ -149,7 +149,7 @@ public struct AASAFetcher: RouteSide {
     /// `TransferRequest.after`); retries, which come after a pause, do not.
     func fetchWithRetries(url: String, attempts: inout [FetchAttempt], conditional: ConditionalRequest? = nil, answered: Answer? = nil,
                           after: TransferPlace? = nil) async -> Outcome {
-        let conditional = conditional?.applying(to: url)
+        let conditional = conditional?.applying(to: url, maxSize: options.maxSize)
         var outcome = await fetchOnce(url: url, attempts: &attempts, headers: conditional?.requestHeaders ?? [], answered: answered, after: after)
         for delay in options.retryDelays {
             guard isTransient(outcome), !Task.isCancelled else { break }

@@ -24,9 +24,11 @@ public struct ConditionalRequest: Sendable, Hashable {
         self.url = url
     }
 
-    /// This request when `url` is the one that served the file, else `nil` (an unconditional request).
-    func applying(to url: String) -> ConditionalRequest? {
-        url == self.url ? self : nil
+    /// This request when `url` is the one that served the file and the file is within `maxSize`,
+    /// else `nil` (an unconditional request). A file approved under a larger `--max-size` is
+    /// downloaded again, so a 304 never confirms what a download would refuse as `too-large`.
+    func applying(to url: String, maxSize: Int) -> ConditionalRequest? {
+        url == self.url && body.count <= maxSize ? self : nil
     }
 
     /// The request headers it adds.

@@ -22,7 +22,7 @@ extension RouteSide {
     func firstRequest(host: String, conditional: ConditionalRequest?) -> TransferRequest {
         let url = firstURL(for: host)
         return requester.transferRequest(url: url, caFile: requester.options.extraCAFile,
-                                         headers: conditional?.applying(to: url)?.requestHeaders ?? [])
+                                         headers: conditional?.applying(to: url, maxSize: requester.options.maxSize)?.requestHeaders ?? [])
     }
 
     /// The host's result when the answer to ``firstRequest(host:conditional:)`` decides it alone,
