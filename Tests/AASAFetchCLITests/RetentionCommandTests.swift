@@ -75,6 +75,32 @@ struct RetentionCommandTests {
         #expect(bad.status == 64 && bad.stderr.contains("--prune-after"), "\(bad.stderr)")
     }
 
+    /// A stored name that is no host name (a store edited by hand) is never made into a URL:
+    /// `refresh` records `entitlement-invalid-host` for it and fetches the others, and the next
+    /// refresh is not blocked by it.
+    @Test func aStoredNameThatIsNoHostNameIsNeverFetched() async throws {
+        let sites = try await Sites.start(count: 3)
+        defer { sites.stop() }
+        try sites.record()
+        let store = try sites.store()
+        let tampered = ["\(sites.hosts[1])/evil?", "user:pw@\(sites.hosts[2])"]
+        try await store.executeForTesting("UPDATE hosts SET host = '\(tampered[0])' WHERE host = '\(sites.hosts[1])'")
+        try await store.executeForTesting("UPDATE hosts SET host = '\(tampered[1])' WHERE host = '\(sites.hosts[2])'")
+        let before = sites.requestCounts()
+        let refresh = try sites.run(["refresh", "--all", "--json"] + sites.network)
+        #expect(refresh.status == 1, "a host that stood approved broke: \(refresh.stderr)")
+        let hosts = try Self.hosts(refresh)
+        let codes = Dictionary(uniqueKeysWithValues: hosts.map { ($0["host"] as? String ?? "", $0["code"] as? String ?? "") })
+        #expect(codes == [sites.hosts[0]: "ok", tampered[0]: "entitlement-invalid-host", tampered[1]: "entitlement-invalid-host"], "\(codes)")
+        let after = sites.requestCounts()
+        #expect(after[sites.hosts[0]] == (before[sites.hosts[0]] ?? 0) + 1)
+        #expect(after[sites.hosts[1]] == before[sites.hosts[1]] && after[sites.hosts[2]] == before[sites.hosts[2]], "\(after)")
+        #expect(!sites.nginx.requests().contains { $0.uri.contains("evil") })
+        // Recorded like any failure: not due again at once, and a due pass runs clean.
+        let next = try sites.run(["refresh", "--json"] + sites.network)
+        #expect(next.status == 0, "\(next.stderr)")
+    }
+
     @Test func historyIsPrunedByAge() async throws {
         let sites = try await Sites.start(count: 2)
         defer { sites.stop() }

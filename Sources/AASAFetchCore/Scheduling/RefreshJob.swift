@@ -450,7 +450,20 @@ public struct RefreshJob: Sendable {
         var batch = FetchedBatch(claimed: time, fetched: time, leasedElsewhere: claim.leasedElsewhere, otherOwners: claim.otherOwners,
                                  previous: [:], results: [], stopped: false)
         guard !claim.hosts.isEmpty else { return batch }
-        let ordered = claim.hosts.enumerated()
+        // A stored name that is no host name (a store edited by hand or by another tool) is never
+        // made into a URL: `x.example/evil?` fetched a path of its own, `user:pw@x.example` sent
+        // credentials, and a name libcurl refuses failed every refresh. It gets a recorded result
+        // of its own, so it waits for its next check like any failure.
+        var refused: [HostFetchResult] = []
+        let hosts = claim.hosts.filter { state in
+            guard let problem = EntryParser.hostSyntaxProblem(state.key.host) else { return true }
+            batch.previous[state.key] = state
+            let reason = "the store names the host \(state.key.host.debugDescription), which is no host name (\(problem)): not fetched"
+            refused.append(HostFetchResult(host: state.key.host, route: state.key.route, url: "", code: "entitlement-invalid-host", reason: reason,
+                                           findings: [.error("entitlement-invalid-host", reason, fix: "aasa-fetch forget the host, and record its entry again")]))
+            return false
+        }
+        let ordered = hosts.enumerated()
             .sorted { (prioritizer.tier(of: $0.element.key.host), $0.offset) < (prioritizer.tier(of: $1.element.key.host), $1.offset) }
             .map(\.element)
         // Validators per host and route: a CDN copy and the origin's file are different responses.
@@ -469,7 +482,7 @@ public struct RefreshJob: Sendable {
         let fetcher = RouteFetcher(origin: self.fetcher, cdn: cdn)
         let download = Task { await fetcher.fetchAll(fetches, conditions: conditions, progress: progress) }
         let handler = stop.whenStopped { download.cancel() }
-        batch.results = await download.value
+        batch.results = refused + (await download.value)
         stop.removeHandler(handler)  // a worker runs many batches: keep no finished download alive
         batch.fetched = now()
         batch.stopped = stop.isStopped
