@@ -105,6 +105,29 @@ struct StoreTests {
         #expect(try await created.allHosts().isEmpty)
     }
 
+    /// Another application's SQLite file at the store's path is never made into a store (a
+    /// recording run added our tables beside its own; readers called it "an empty file"): every
+    /// open says it is not an aasa-fetch store, and its table is left as it was.
+    @Test func anotherApplicationsDatabaseIsNeverMadeIntoAStore() async throws {
+        let temporary = TemporaryStore()
+        try FileManager.default.createDirectory(at: temporary.folder, withIntermediateDirectories: true)
+        let python = try #require(ChildProcess.find("python3"))
+        let made = try ChildProcess.run(python, ["-c", "import sqlite3, sys; d = sqlite3.connect(sys.argv[1]); d.execute('CREATE TABLE customers (name TEXT)'); d.execute(\"INSERT INTO customers VALUES ('alice')\"); d.commit()",
+                                                 temporary.path])
+        #expect(made.status == 0, "\(made.standardError)")
+        for (create, readOnly) in [(true, false), (false, false), (false, true)] {
+            do {
+                _ = try SQLiteAssociationStore(path: temporary.path, create: create, readOnly: readOnly)
+                Issue.record("another application's database opened as a store (create \(create), readOnly \(readOnly))")
+            } catch let error as StoreError {
+                #expect(error.code == "store-corrupt" && error.message.contains("not an aasa-fetch store") && error.message.contains("customers"), "\(error)")
+            }
+        }
+        let tables = try ChildProcess.run(python, ["-c", "import sqlite3, sys; print(sorted(r[0] for r in sqlite3.connect(sys.argv[1]).execute(\"SELECT name FROM sqlite_master WHERE type = 'table'\")))",
+                                                   temporary.path])
+        #expect(tables.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) == "['customers']")
+    }
+
     /// A file where the store's folder should be is `store-unreadable` for every command, as it
     /// is for one that creates the store (readers said `store-missing`, which no run can mend).
     @Test func aFileWhereTheFolderShouldBeIsUnreadable() async throws {

@@ -123,14 +123,16 @@ public struct SQLiteAssociationStore: AssociationStore {
         do {
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             let migrator = Self.migrator
-            let (superseded, complete, empty) = try queue.read { db in
-                (try migrator.hasBeenSuperseded(db), try migrator.hasCompletedMigrations(db), try migrator.appliedIdentifiers(db).isEmpty)
+            let (superseded, complete, empty, foreign) = try queue.read { db in
+                (try migrator.hasBeenSuperseded(db), try migrator.hasCompletedMigrations(db), try migrator.appliedIdentifiers(db).isEmpty,
+                 try Self.foreignTables(db))
             }
             if superseded {
                 throw StoreError(code: "store-newer-schema", message: "\(path) was written by a newer aasa-fetch (unknown schema migrations)")
             }
             if !complete {
                 guard migrate else { return nil }
+                if empty, !foreign.isEmpty { throw Self.foreignDatabase(path, tables: foreign) }
                 if empty, !create { throw Self.emptyStore(path) }
                 try migrator.migrate(queue)
             }
@@ -138,6 +140,20 @@ public struct SQLiteAssociationStore: AssociationStore {
         } catch {
             throw Self.storeError(error, path: path)
         }
+    }
+
+    /// The tables of a database that has no migration of ours: another application's (a store is
+    /// made only in a file that holds no table).
+    private static func foreignTables(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: """
+            SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name != 'grdb_migrations' ORDER BY name LIMIT 5
+            """)
+    }
+
+    /// The failure for a SQLite file of another application at the store's path: never made into
+    /// a store (its tables would have been mixed with ours).
+    private static func foreignDatabase(_ path: String, tables: [String]) -> StoreError {
+        StoreError(code: "store-corrupt", message: "\(path) is not an aasa-fetch store: it is a SQLite database of something else (tables \(tables.joined(separator: ", "))); move it away or pass --cache DIR")
     }
 
     /// The failure for a file that holds no store (empty) where one must exist.
@@ -158,8 +174,8 @@ public struct SQLiteAssociationStore: AssociationStore {
                 throw StoreError(code: "store-newer-schema", message: "\(path) was written by a newer aasa-fetch (unknown schema migrations)")
             }
             if !complete {
-                let applied = try queue.read { db in try migrator.appliedIdentifiers(db) }
-                if applied.isEmpty { throw Self.emptyStore(path) }
+                let (applied, foreign) = try queue.read { db in (try migrator.appliedIdentifiers(db), try Self.foreignTables(db)) }
+                if applied.isEmpty { throw foreign.isEmpty ? Self.emptyStore(path) : Self.foreignDatabase(path, tables: foreign) }
                 let missing = Set(Self.migrationNames).subtracting(applied)
                 if !missing.isSubset(of: Self.indexOnlyMigrations) {
                     throw StoreError(code: "store-error", message: "\(path) was written by an older aasa-fetch and is opened read-only here; run aasa-fetch refresh once to upgrade it")
