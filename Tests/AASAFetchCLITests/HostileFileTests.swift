@@ -31,6 +31,7 @@ struct HostileFileTests {
             ("UPDATE hosts SET next_check = 'soon'", "next_check"),
             ("UPDATE hosts SET lease_owner = 'o', lease_expires = 'z'", "lease_expires"),
             ("UPDATE history SET at = 'x'", "at"),
+            ("UPDATE hosts SET route = 'weird'", "route"),
         ]
         let commands: [[String]] = [
             ["show"], ["show", "a.example.com"], ["export", "--out", work.appendingPathComponent("out").path],

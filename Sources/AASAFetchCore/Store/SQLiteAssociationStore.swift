@@ -675,7 +675,12 @@ public struct SQLiteAssociationStore: AssociationStore {
 
     /// A host's state from a row that starts with ``stateColumns`` or ``summaryColumns``.
     static func state(from row: Row) throws(StoredValueMismatch) -> HostState {
-        let key = HostKey(host: try row.value(Column.host), route: Route(rawValue: try row.value(Column.route)) ?? .origin)
+        let routeName: String = try row.value(Column.route)
+        guard let route = Route(rawValue: routeName) else {
+            // Read as origin, it was shown there and lost to `show HOST` and `export`.
+            throw StoredValueMismatch(text: "the column route holds \(routeName.debugDescription) where origin or cdn belongs (a damaged or edited file); restore the store from a backup or move it away")
+        }
+        let key = HostKey(host: try row.value(Column.host), route: route)
         var last: StoredResult?
         if let code = try row.value(Column.lastCode) as String? {
             let headers = StoredHeaders.decode(try row.value(Column.lastHeaders) as String?)
