@@ -128,6 +128,37 @@ struct StoreTests {
         #expect(tables.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) == "['customers']")
     }
 
+    /// A store whose writer stopped mid-transaction leaves a journal a read-only open cannot
+    /// recover; read as immutable, the file was torn ("malformed": store-corrupt, move it away).
+    /// It is store-unreadable naming the journal; a writer recovers it, and then it reads.
+    @Test func aJournalLeftByAStoppedWriterIsNamedNotCalledCorrupt() async throws {
+        let temporary = TemporaryStore()
+        do {
+            let store = try temporary.open()
+            try await Self.register(store, (0..<200).map { ("h\($0).example.com", 2) })
+        }
+        let python = try #require(ChildProcess.find("python3"))
+        let stopped = try ChildProcess.run(python, ["-c", """
+            import sqlite3, sys, os
+            d = sqlite3.connect(sys.argv[1], isolation_level=None)
+            d.execute('PRAGMA journal_mode=delete'); d.execute('PRAGMA cache_size=1'); d.execute('BEGIN')
+            d.execute('UPDATE hosts SET last_reason = hex(randomblob(2000))')
+            os._exit(0)
+            """, temporary.path])
+        #expect(stopped.status == 0, "\(stopped.standardError)")
+        #expect(FileManager.default.fileExists(atPath: temporary.path + "-journal"))
+        do {
+            _ = try SQLiteAssociationStore(path: temporary.path, create: false, readOnly: true)
+            Issue.record("a store with a hot journal opened read-only")
+        } catch let error as StoreError {
+            #expect(error.code == "store-unreadable" && error.message.contains("-journal holds a write not yet in the file"), "\(error)")
+        }
+        let writer = try temporary.open(create: false)
+        #expect(try await writer.allHosts().count == 200)
+        let reader = try SQLiteAssociationStore(path: temporary.path, create: false, readOnly: true)
+        #expect(try await reader.allHosts().allSatisfy { $0.lastResult == nil })
+    }
+
     /// A file where the store's folder should be is `store-unreadable` for every command, as it
     /// is for one that creates the store (readers said `store-missing`, which no run can mend).
     @Test func aFileWhereTheFolderShouldBeIsUnreadable() async throws {

@@ -188,7 +188,15 @@ public struct SQLiteAssociationStore: AssociationStore {
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CANTOPEN || error.resultCode == .SQLITE_READONLY
                     || (error.resultCode == .SQLITE_IOERR && SystemReason.diskFull(at: path)) {
             // Also on a full disk: SQLite cannot size its shared-memory file there, and reading
-            // the store needs none as immutable.
+            // the store needs none as immutable. Immutable reads ignore journals, so not when one
+            // holds something: committed changes still in the WAL would be missing (a stale
+            // answer), a rolled-back write's journal would leave a torn file ("malformed").
+            for journal in [path + "-wal", path + "-journal"] {
+                var status = stat()
+                if stat(journal, &status) == 0, status.st_size > 0 {
+                    throw StoreError(code: "store-unreadable", message: "\(path) cannot be read here: \(journal) holds a write not yet in the file (a writer stopped), which a command that only reads may not recover; run a command that writes the store (aasa-fetch refresh) once to recover it")
+                }
+            }
             do {
                 let absolute = URL(fileURLWithPath: path).standardizedFileURL
                 var components = URLComponents()
