@@ -85,6 +85,16 @@ extension CommandFailure {
 /// What runs that download (the default command, `match`) record in the store.
 enum StoreSession {
     /// The hosts of a plan and the entries and app IDs that need them.
+    /// The entry a need records, which the store's verdict parses again: its normalized form, or
+    /// as written when it has an error or is written in Unicode (`applinks:bücher.example` is
+    /// fetched under its Punycode name and fails `entitlement-not-punycode`; recorded normalized,
+    /// `show`, the page and the metrics called the host fine). An entry read back from a run's
+    /// spool has no findings; the Unicode text is what marks it there.
+    static func recordedName(of entry: AssociatedDomainEntry) -> String? {
+        let asWritten = entry.findings.contains { $0.severity == .error } || entry.raw?.utf8.contains { $0 >= 0x80 } == true
+        return asWritten ? entry.raw ?? entry.normalized : entry.normalized ?? entry.raw
+    }
+
     static func registrations(plan: FetchPlan, appIDs: [String]) -> (hosts: [HostRegistration], needs: [EntryNeed]) {
         var hosts: [HostRegistration] = []
         var needs: [EntryNeed] = []
@@ -92,7 +102,7 @@ enum StoreSession {
             hosts.append(HostRegistration(key: HostKey(host: fetch.host, route: fetch.route), tier: fetch.tier))
             for index in fetch.entryIndexes {
                 let entry = plan.entries[index]
-                guard let service = entry.service, let name = entry.normalized ?? entry.raw else { continue }
+                guard let service = entry.service, let name = Self.recordedName(of: entry) else { continue }
                 for appID in appIDs.isEmpty ? [""] : appIDs {
                     needs.append(EntryNeed(entry: name, service: service, host: fetch.host, route: fetch.route, appID: appID))
                 }
@@ -134,7 +144,7 @@ enum StoreSession {
                         let route = download.route
                         hosts.append(HostRegistration(key: HostKey(host: host.host, route: route), tier: host.tier))
                         for entry in entries where download.entries.includes(entry) {
-                            guard let service = entry.service, let name = entry.normalized ?? entry.raw else { continue }
+                            guard let service = entry.service, let name = Self.recordedName(of: entry) else { continue }
                             for appID in appIDs.isEmpty ? [""] : appIDs {
                                 needs.append(EntryNeed(entry: name, service: service, host: host.host, route: route, appID: appID))
                             }

@@ -81,6 +81,37 @@ struct ShowVerdictTests {
         #expect(both["code"] as? String == "app-not-listed")
     }
 
+    /// An entry in Unicode is fetched under its Punycode name and fails `entitlement-not-punycode`:
+    /// the store records it as written, so `show`, `refresh` and the status page say what the run
+    /// said (they called the host fine: the need was recorded under its Punycode form).
+    @Test func anEntryThatFailsOnItsOwnFailsInTheStoreToo() async throws {
+        let ca = try TestCA.shared()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-show-idn-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cache = root.appendingPathComponent("cache").path
+        let file = root.appendingPathComponent("sites/xn--bcher-kva.show.test/.well-known/apple-app-site-association")
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(Self.listsApp.utf8).write(to: file)
+        let nginx = try await NginxServer.start(hosts: [
+            NginxVirtualHost(certificate: try ca.leaf(for: ["*.show.test"]), serverNames: ["*.show.test"],
+                             documentRoot: root.appendingPathComponent("sites").path + "/$host",
+                             directives: ["location ~ apple-app-site-association$ { default_type application/json; }"]),
+        ], http2: false)
+        defer { nginx.stop() }
+        let network = ["--cacert", ca.caCertPath, "--connect-to", nginx.connectTo, "--allow-private", "--retry-delays", ""]
+        let fetch = try ToolRunner.run(network + ["--domain", "applinks:bücher.show.test", "--app-id", Self.app, "--quiet", "--json"], cache: cache)
+        #expect(fetch.status == 1)
+        #expect(try fetch.json().domain("xn--bcher-kva.show.test")?["code"] as? String == "entitlement-not-punycode")
+
+        let show = try #require((try ToolRunner.run(["show", "--json"], cache: cache).json()["hosts"] as? [[String: Any]])?.first)
+        #expect(show["code"] as? String == "entitlement-not-punycode" && show["associated"] as? Bool == false, "\(show)")
+        let refresh = try ToolRunner.run(["refresh", "--all", "--json"] + network, cache: cache)
+        let refreshed = try #require((try refresh.json()["hosts"] as? [[String: Any]])?.first)
+        #expect(refreshed["associated"] as? Bool == false, "\(refreshed)")
+        let report = try ToolRunner.run(["report", "--html", root.appendingPathComponent("r.html").path, "--json"], cache: cache)
+        #expect((try report.json()["states"] as? [String: Any])?["fails"] as? Int == 1, "\(report.stdout)")
+    }
+
     /// `show` without a host reads the store a page at a time and writes as it reads: a store of
     /// several pages lists every host once, in order of addition; the JSON is one valid document;
     /// the table's columns line up over every page, and a host name with a control character is

@@ -25,7 +25,8 @@ public struct RefreshedHost: Sendable, Encodable {
     /// Whether every app ID that needs the host is listed for its entry's service in the file:
     /// `false` after a failed download, `nil` when no app ID is recorded for the host.
     public var associated: Bool? = nil
-    /// The first app ID the approved file does not list (`app-not-listed`), when one is not.
+    /// The first app ID the approved file does not list (`app-not-listed`), or the error of an
+    /// entry recorded with one (`entitlement-not-punycode`).
     public var notListed: Finding? = nil
     /// The fix of the download's failure, as a live run gives it (`nil` when it did not fail or
     /// has no clear fix). Not in the JSON shape (the CI formats show it).
@@ -41,7 +42,12 @@ public struct RefreshedHost: Sendable, Encodable {
             associated = false
             return
         }
-        if let missing = apps.first(where: { !document.appIDs(for: $0.service).contains($0.appID) }) {
+        // An entry recorded with its error fails whatever the file says (``StoredVerdict``).
+        let parser = EntryParser()
+        if let error = apps.lazy.compactMap({ parser.parse($0.entry, index: 0).findings.first { $0.severity == .error } }).first {
+            associated = false
+            notListed = error
+        } else if let missing = apps.first(where: { !document.appIDs(for: $0.service).contains($0.appID) }) {
             associated = false
             notListed = AssociationJudge.notListed(missing.appID, service: missing.service, document: document, host: key.host, location: missing.entry)
         } else {

@@ -80,8 +80,14 @@ public struct StoredVerdict: Sendable {
             return
         }
         let document = last.code == "ok" ? state.approvedDocument : nil
+        let entryParser = EntryParser()
         associations = needs.map { need in
             let appID = need.appID.isEmpty ? nil : need.appID
+            // An entry recorded with its error (`applinks:bücher.example`, fetched under its
+            // Punycode name) fails whatever the file says, as the run that recorded it said.
+            if let error = entryParser.parse(need.entry, index: 0).findings.first(where: { $0.severity == .error }) {
+                return Association(entry: need.entry, service: need.service, appID: appID, associated: false, code: error.code, reason: error.message)
+            }
             // Without an app ID nothing is judged: a file fetched `ok` stays so, body loaded or not
             // (`show`'s list loads only the bodies some app ID needs).
             if appID == nil, last.code == "ok" {
