@@ -1,3 +1,4 @@
+import AASAFetchCore
 import ArgumentParser
 import Foundation
 
@@ -235,7 +236,7 @@ public enum OptionSources {
             settings.append(
                 Setting(
                     option: option, source: option.variable, rawValue: value, arguments: try option.arguments(for: value),
-                    label: "environment variable \(option.variable)=\(quoted(value))", fromEnvironment: true))
+                    label: "environment variable \(option.variable)=\(quoted(shown(value, of: option)))", fromEnvironment: true))
         }
         return settings
     }
@@ -385,7 +386,17 @@ public enum OptionSources {
         }
         return Setting(
             option: option, source: "\"\(key)\" in \(file.path)", rawValue: rawValue, arguments: arguments,
-            label: "\(place): \"\(key)\" (\(rawValue))", fromEnvironment: false)
+            label: "\(place): \"\(key)\" (\(shown(rawValue, of: option)))", fromEnvironment: false)
+    }
+
+    /// A value as a message may show it: a webhook URL without its path (often the webhook's
+    /// secret) and a store URL without its password, as the commands show them; others as given.
+    static func shown(_ value: String, of option: OptionSpec) -> String {
+        switch option.name {
+        case "notify": Notifier.shown(value)
+        case "store": PostgresAssociationStore.redacted(value)
+        default: value
+        }
     }
 
     /// The candidate nearest to `name` when it is a likely typo (at most 2 edits away).

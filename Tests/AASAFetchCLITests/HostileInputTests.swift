@@ -92,6 +92,28 @@ struct HostileInputTests {
         #expect(Timestamp.parse("inf") == nil && Timestamp.parse("9999-12-31T23:59:59Z") != nil && Timestamp.parse("-0.5") == nil)
     }
 
+    /// A webhook URL refused as a usage error is shown without its path and credentials, from the
+    /// environment and from a config file as from the command line (it was echoed whole, secret
+    /// path and password, into cron mail and the JSON error document).
+    @Test func aRefusedWebhookURLNeverShowsItsSecret() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-notify-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let config = work.appendingPathComponent("notify.json")
+        try Data(#"{"notify": "https://user:hunter2@hooks.example.com/SECRETPATH"}"#.utf8).write(to: config)
+        let runs = [
+            try ToolRunner.run(["refresh", "--config", config.path, "--json"]),
+            try ToolRunner.run(["refresh", "--no-config", "--json"], environment: ["AASA_FETCH_NOTIFY": "https://hooks.example.com/SECRETPATH#x"]),
+        ]
+        for run in runs {
+            #expect(run.status == 64, "\(run.stderr)")
+            #expect(run.stderr.contains("https://hooks.example.com/…"), "\(run.stderr)")
+            for secret in ["SECRETPATH", "hunter2"] {
+                #expect(!run.stderr.contains(secret) && !run.stdout.contains(secret), "\(run.stdout)\(run.stderr)")
+            }
+        }
+    }
+
     /// `lint` and `diff` take the same `--max-size` range as the network commands (1 B to 1 GiB):
     /// a larger value overflowed the reader's arithmetic (a crash) or lifted the memory bound.
     @Test func lintAndDiffSizeLimitsAreBounded() throws {

@@ -145,6 +145,11 @@ struct NotificationTests {
         #expect(Notifier.problem(with: "https:///path") != nil)
         #expect(Notifier.problem(with: "https://example.com/a b") != nil)
         #expect(Notifier.problem(with: "https://example.com/#x") != nil)
+        // What libcurl refuses at every delivery is refused here (the queue grew behind it).
+        for url in ["https://localhost:99999/x", "https://localhost:0/x", "https://bücher.example/x"] {
+            #expect(Notifier.problem(with: url) != nil, "\(url)")
+        }
+        #expect(Notifier.problem(with: "https://xn--bcher-kva.example:65535/x") == nil)
     }
 
     // MARK: - The queue, on both stores

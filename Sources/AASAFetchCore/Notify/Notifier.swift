@@ -131,6 +131,11 @@ public struct Notifier: Sendable {
         guard let host = components.host, !host.isEmpty else { return "the URL has no host" }
         if components.user != nil || components.password != nil { return "a user name or password in the URL is not supported" }
         if components.fragment != nil { return "a URL fragment (#…) is never sent; leave it out" }
+        // What libcurl refuses, said now rather than by every delivery (the queue grew behind it).
+        // (The text itself: `URLComponents.host` gives a Punycode name decoded.)
+        let authority = text.split(separator: "://", maxSplits: 1).last?.prefix { $0 != "/" && $0 != "?" } ?? ""
+        if authority.utf8.contains(where: { $0 >= 0x80 }) { return "write the host in ASCII (Punycode: xn--…)" }
+        if let port = components.port, !(1...65535).contains(port) { return "the port must be between 1 and 65535" }
         return nil
     }
 
