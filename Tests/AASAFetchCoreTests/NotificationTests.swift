@@ -94,6 +94,30 @@ struct NotificationTests {
     static let event = NotificationEvent(kind: .broke, host: "example.com", route: .origin, time: t0, before: "ok",
                                          after: "timeout", code: "timeout", reason: "no answer")
 
+    /// A receiver that answers nothing until its --max-time.
+    struct SilentReceiver: HTTPTransferring {
+        func perform(_ request: TransferRequest) async throws(TransferFailure) -> TransferResponse {
+            do { try await Task.sleep(for: .seconds(120)) } catch { throw TransferFailure(kind: .cancelled, message: "cancelled") }
+            throw TransferFailure(kind: .timeout, message: "no answer in 120 s")
+        }
+    }
+
+    /// A stop (SIGTERM, SIGINT) during a webhook's POST ends the attempt: the run stopped only
+    /// after the attempt's whole --max-time, and then said nothing.
+    @Test(.timeLimit(.minutes(1))) func aStopEndsAPostInFlight() async {
+        let stop = StopSignal()
+        let stopper = Task {
+            try? await Task.sleep(for: .milliseconds(200))
+            stop.stop()
+        }
+        defer { stopper.cancel() }
+        let notifier = Notifier(transport: SilentReceiver(), url: Self.hook)
+        guard case .stopped = await notifier.send(Self.event, stop: stop) else {
+            Issue.record("a stop during the POST did not stop it")
+            return
+        }
+    }
+
     @Test func aFailingReceiverIsTriedAgainAndARejectionIsNot() async throws {
         let retried = ScriptedTransport()
         retried.on(Self.hook, .status(500), .status(503, headers: [("Retry-After", "120")]), .status(204))

@@ -240,8 +240,17 @@ public struct Notifier: Sendable {
         var last = ""
         for attempt in 1...max(1, attempts) {
             var pause = retryDelays.isEmpty ? 1 : retryDelays[min(attempt - 1, retryDelays.count - 1)]
+            // In a task of its own, cancelled by a stop: a signal during a slow receiver's answer
+            // ended the run only after the attempt's whole --max-time.
+            let transport = self.transport
+            let attemptTask = Task { () -> Result<TransferResponse, TransferFailure> in
+                do throws(TransferFailure) { return .success(try await transport.perform(request)) } catch { return .failure(error) }
+            }
+            let handler = stop.whenStopped { attemptTask.cancel() }
+            let answer = await attemptTask.value
+            stop.removeHandler(handler)
             do {
-                let response = try await transport.perform(request)
+                let response = try answer.get()
                 switch response.status {
                 case 200..<300:
                     return .delivered
