@@ -181,6 +181,17 @@ struct AppBundleTests {
         #expect(code { _ = try AppInspector.inspect(bytes: both, path: "D") } == "plist-too-complex")
     }
 
+    /// An `Info.plist` in an `.ipa` that cannot be read (too large, a bad CRC, encrypted) is a
+    /// warning, as in an `.app` folder: the signature is still read under the assumed name (the
+    /// whole read used to stop, exit 2).
+    @Test func anUnreadableInfoPlistInAnArchiveIsAWarning() throws {
+        let ipa = F.zip([("Payload/Demo.app/Info.plist", F.infoPlist()), ("Payload/Demo.app/Demo", F.signedExecutable())])
+        let limits = AppInspector.Limits(fileBytes: 1 << 30, executableBytes: 1 << 30, smallFileBytes: 16)
+        let inspection = try AppInspector.inspect(bytes: ipa, path: "X.ipa", limits: limits)
+        #expect(inspection.findings.map(\.code).first == "info-plist-malformed", "\(inspection.findings)")
+        #expect(inspection.appID == F.appID)
+    }
+
     @Test func signatureProblemsHaveStableCodes() {
         #expect(code { _ = try AppInspector.inspect(bytes: F.machO(signature: nil), path: "D") } == "macho-no-signature")
         #expect(code { _ = try AppInspector.inspect(bytes: F.machO(signature: F.superBlob(xml: nil, der: nil)), path: "D") } == "signature-no-entitlements")

@@ -255,10 +255,15 @@ public enum AppInspector {
         let appName = String(bundle.dropFirst("Payload/".count).dropLast(4))
         var executableName = appName
         if let info = archive.entry(named: "\(bundle)/Info.plist") {
-            let plist = infoPlist(try archive.contents(of: info, limit: limits.smallFileBytes), name: "\(bundle)/Info.plist")
-            if let name = plist.executable, isPlainName(name) { executableName = name }
-            inspection.bundleIdentifier = plist.bundleID
-            if let finding = plist.finding { inspection.findings.append(finding) }
+            do throws(AppBundleError) {
+                let plist = infoPlist(try archive.contents(of: info, limit: limits.smallFileBytes), name: "\(bundle)/Info.plist")
+                if let name = plist.executable, isPlainName(name) { executableName = name }
+                inspection.bundleIdentifier = plist.bundleID
+                if let finding = plist.finding { inspection.findings.append(finding) }
+            } catch {
+                // As in a folder: the signature may still be read, under the assumed name.
+                inspection.findings.append(.warning("info-plist-malformed", "\(error.message); the executable is assumed to be \(appName)"))
+            }
         } else {
             inspection.findings.append(.warning("info-plist-missing", "\(bundle) has no Info.plist; the executable is assumed to be \(appName)"))
         }
