@@ -407,6 +407,21 @@ struct AppBundleTests {
         wildcardApp["com.apple.developer.associated-domains"] = nil
         let noDomains = try AppInspector.inspect(bytes: F.zip(F.ipaEntries(executable: F.signedExecutable(), profile: try F.profile(entitlements: wildcardApp))), path: "D.ipa")
         #expect(noDomains.findings.map(\.code) == ["profile-missing-domain"])
+
+        // A profile alone has no signature to compare with: no domain is "not signed".
+        var listed = F.portalEntitlements()
+        listed["com.apple.developer.associated-domains"] = .array([.string("applinks:example.com")])
+        let alone = try AppInspector.inspect(bytes: try F.profile(entitlements: listed), path: "x.mobileprovision")
+        #expect(!alone.findings.contains { $0.code.hasPrefix("profile-") && $0.code.hasSuffix("-domain") }, "\(alone.findings)")
+    }
+
+    /// A signed domain list with an item that is not a string is `entitlements-wrong-type`, as
+    /// in a file (it passed as ok, while fetch --app failed the entry).
+    @Test func aSignedDomainListWithANonStringIsTheWrongType() throws {
+        var entitlements = F.entitlements()
+        entitlements["com.apple.developer.associated-domains"] = .array([.string("applinks:example.com"), .integer(7)])
+        let inspection = try AppInspector.inspect(bytes: F.signedExecutable(entitlements), path: "Demo")
+        #expect(inspection.findings.map(\.code) == ["entitlements-wrong-type"], "\(inspection.findings)")
     }
 
     @Test func comparesBinaryWithProject() throws {

@@ -47,6 +47,10 @@ public enum EntitlementsComparison {
                                "the signed \(key) holds '*', which names no domain",
                                fix: "sign with the project's .entitlements file, not the profile's entitlements")]
             }
+            // As in a file: an item that is not a string is no entry (fetch fails it).
+            if values.contains(where: { $0.stringValue == nil }) {
+                return [.error("entitlements-wrong-type", "the signed \(key) is \(wrongType(.array(values))), not an array of strings")]
+            }
             return []
         case .some(let other):
             return [.error("entitlements-wrong-type", "the signed \(key) is \(wrongType(other)), not an array of strings")]
@@ -92,6 +96,9 @@ public enum EntitlementsComparison {
                                   "the provisioning profile allows any associated domain ('*'): the list that counts is the signed one; a signing step that copies the profile's entitlements would ship '*'",
                                   location: "profile"))
         case .list(let allowed):
+            // Without a signature (a profile given alone, a signature that could not be read)
+            // there is nothing to compare: every allowed domain was reported as not signed.
+            guard signature != nil else { break }
             let parser = EntryParser()
             let allowedKeys = allowed.map { normalizedKey($0, parser: parser) }
             for domain in signedDomains where !allowedKeys.contains(where: { glob($0, matches: normalizedKey(domain, parser: parser)) }) {
