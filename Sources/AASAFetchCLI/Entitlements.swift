@@ -69,7 +69,7 @@ extension AASAFetchCommand {
             if json {
                 try console.json(report)
             } else {
-                render(report, console: console)
+                render(report, unreadableProfile: inspection.profile == nil ? inspection.profilePath : nil, console: console)
             }
             if !report.ok { throw ExitStatus.failure }
         }
@@ -82,7 +82,9 @@ extension AASAFetchCommand {
             return "\(errors), \(Plural.count(report.differences, "difference")) with \(project.path)"
         }
 
-        private func render(_ report: EntitlementsReport, console: Console) {
+        /// The human report; `unreadableProfile`: the path of a profile that is there but could
+        /// not be read (its error is among the findings).
+        private func render(_ report: EntitlementsReport, unreadableProfile: String?, console: Console) {
             console.out("\(report.path) (\(report.kind.rawValue))\(report.executable.map { " · \($0)" } ?? "")")
             console.out("app ID \(report.appID ?? "unknown") · team \(report.teamID ?? "unknown")\(report.bundleIdentifier.map { " · bundle \($0)" } ?? "")")
             func list(_ domains: [String?]?) {
@@ -110,6 +112,8 @@ extension AASAFetchCommand {
                 } else {
                     list(profile.associatedDomains)
                 }
+            } else if let unreadableProfile {
+                console.out("profile: unreadable (\(unreadableProfile))")
             } else if report.kind != .entitlements {
                 console.out("profile: none")
             }

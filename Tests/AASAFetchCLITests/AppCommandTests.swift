@@ -104,6 +104,19 @@ struct AppCommandTests {
         #expect(run.stdout.contains("2 of 2 entries associate") && run.stdout.contains("1 error about the app"), "\(run.stdout)")
     }
 
+    /// A profile that is there but cannot be read is said so ("profile: none" contradicted the
+    /// error under it).
+    @Test func anUnreadableProfileIsNotNone() throws {
+        let dir = try F.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ipa = dir.appendingPathComponent("Demo.ipa")
+        try Data(F.zip(F.ipaEntries(executable: F.signedExecutable(), profile: Array("garbage".utf8)))).write(to: ipa)
+        let run = try ToolRunner.run(["entitlements", ipa.path])
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("profile: unreadable (Payload/Demo.app/embedded.mobileprovision)") && !run.stdout.contains("profile: none"), "\(run.stdout)")
+        #expect(run.stdout.contains("profile-not-cms"), "\(run.stdout)")
+    }
+
     /// `entitlements FILE` reads a plain entitlements file as `--entitlements` does: UTF-16 XML and
     /// XML that starts with a comment are read (they were "not an .entitlements property list"),
     /// and the refusals have the same codes.
