@@ -197,6 +197,23 @@ struct RunLogicTests {
         #expect(await Self.fetch(within, options: small, conditional: conditional).httpStatus == 304)
     }
 
+    /// An entry of a service Apple does not document never associates, and the fix says so: it
+    /// told the user to add the app to `foo.apps`, which devices never read (and which listed it).
+    @Test func anUnknownServiceIsNotToldToListTheApp() async {
+        let transport = ScriptedTransport()
+        transport.on(Self.wellKnown, .json(#"{"foo":{"apps":["ABCDE12345.com.example.app"]},"applinks":{"details":[]}}"#))
+        let result = await Self.fetch(transport)
+        guard let document = result.document else {
+            Issue.record("the file was not read: \(result.code) \(result.reason)")
+            return
+        }
+        let finding = AssociationJudge.notListed("ABCDE12345.com.example.app", service: Service(name: "foo"), document: document,
+                                                 host: Self.host, location: "foo:\(Self.host)")
+        #expect(finding.code == "app-not-listed")
+        #expect(finding.message.contains("'foo' is not a service Apple documents"), "\(finding.message)")
+        #expect(finding.fix?.contains("foo.apps") == false, "\(finding.fix ?? "")")
+    }
+
     /// A signed file is stored as its content, beside the headers it came with: a 304 confirming
     /// it is that file again, with its `signed-file` warning (it was `invalid-json`: the stored
     /// content was unwrapped a second time, with the CMS media type put back on it).

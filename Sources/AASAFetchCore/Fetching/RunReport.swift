@@ -295,6 +295,14 @@ public enum AssociationJudge {
     /// The `app-not-listed` finding for an app ID the file of `host` does not list for `service`:
     /// where else it is listed, or what the file lists instead, and what to add.
     public static func notListed(_ appID: String, service: Service, document: AASADocument, host: String, location: String?) -> Finding {
+        // A service Apple does not document is never read from a file, whatever it lists: adding
+        // the app there would change nothing.
+        guard service.isKnown else {
+            return .error(
+                "app-not-listed",
+                "'\(service.name)' is not a service Apple documents: devices read no \(service.name) section, so \(appID) never associates through this entry",
+                location: location, fix: "use applinks, webcredentials, activitycontinuation, appclips or authsrv")
+        }
         let listed = document.appIDs(for: service)
         let elsewhere = document.services.filter { $0 != service && document.appIDs(for: $0).contains(appID) }
         var message = "\(appID) is not listed for \(service.name) in the file of \(host)"
