@@ -206,7 +206,9 @@ public enum OptionSources {
         var chosen: [Setting] = []
         for layer in layers {
             var taken: Set<String> = []
-            for setting in layer where !given.contains(setting.option.key) && !taken.contains(setting.option.key) {
+            // A flag set to false adds no argument and leaves the option unset, as documented: it
+            // takes nothing from a lower source (`AASA_FETCH_NO_STORE=0` dropped the file's `cache`).
+            for setting in layer where !setting.arguments.isEmpty && !given.contains(setting.option.key) && !taken.contains(setting.option.key) {
                 taken.insert(setting.option.key)
                 chosen.append(setting)
             }
@@ -231,8 +233,13 @@ public enum OptionSources {
     /// order of the command's options.
     static func environmentLayer(_ variables: [String: String], options: [OptionSpec]) throws -> [Setting] {
         var settings: [Setting] = []
+        // `AASA_FETCH_NO_CONFIG=1` reads no file at all, that of `AASA_FETCH_CONFIG` included
+        // (the two were refused together).
+        let noConfig = options.first { $0.name == "no-config" }.flatMap { variables[$0.variable] }
+            .map { ["1", "true", "yes", "on"].contains($0.lowercased()) } ?? false
         for option in options {
             guard let value = variables[option.variable], !value.isEmpty else { continue }
+            if noConfig, option.name == "config" { continue }
             settings.append(
                 Setting(
                     option: option, source: option.variable, rawValue: value, arguments: try option.arguments(for: value),

@@ -192,6 +192,23 @@ import Testing
         try folder.write("aasa-fetch.json", #"{"cache": "shared", "domain": "applinks:a.test"}"#)
         let noStore = try fetch([], ["AASA_FETCH_NO_STORE": "1"], in: folder)
         #expect(noStore.storage.noStore && noStore.storage.store.cacheDirectory == nil)
+        // A flag set to false leaves it unset, as documented: it takes nothing from a lower
+        // source (`AASA_FETCH_NO_STORE=0` dropped the file's cache, so the run recorded in ./cache).
+        let unset = try fetch([], ["AASA_FETCH_NO_STORE": "0"], in: folder)
+        #expect(!unset.storage.noStore && unset.storage.store.cacheDirectory == folder.at("shared"))
+        try folder.write("aasa-fetch.json", #"{"cache": "shared", "domain": "applinks:a.test", "fetch": {"no-store": false}}"#)
+        let section = try fetch(["fetch"], in: folder)
+        #expect(!section.storage.noStore && section.storage.store.cacheDirectory == folder.at("shared"))
+    }
+
+    /// `AASA_FETCH_NO_CONFIG=1` reads no file, that of `AASA_FETCH_CONFIG` included (the two were
+    /// refused together as a usage error).
+    @Test func noConfigFromTheEnvironmentWinsOverTheConfigVariable() throws {
+        let folder = try Folder()
+        defer { folder.remove() }
+        try folder.write("other.json", #"{"domain": "applinks:file.test"}"#)
+        let options = try fetch(["--domain", "applinks:flag.test"], ["AASA_FETCH_NO_CONFIG": "1", "AASA_FETCH_CONFIG": folder.at("other.json")], in: folder)
+        #expect(options.input.domains == ["applinks:flag.test"])
     }
 
     // MARK: - Commands and sections
