@@ -56,6 +56,8 @@ struct HumanRenderer {
             case .nonspacingMark, .enclosingMark, .format: continue
             default: break
             }
+            // Emoji drawn as emoji by default (🚀 U+1F680, ☕ U+2615) are East Asian Wide.
+            if scalar.properties.isEmojiPresentation { total += 2; continue }
             switch value {
             case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
                  0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60, 0xFFE0...0xFFE6,

@@ -74,6 +74,10 @@ struct HumanRendererTests {
         #expect(renderer.cell("abcdefghi", 10) == "abcdefghi  ")
         #expect(HumanRenderer.columns("例子.test") == 9)
         #expect(HumanRenderer.columns("e\u{0301}.test") == 6)
+        // Emoji shown as emoji take two columns wherever they are (🚀 and ☕ took one).
+        #expect(HumanRenderer.columns("🚀🛒☕.test") == 11)
+        #expect(HumanRenderer.columns("😀.test") == 7)
+        #expect(HumanRenderer.columns("☀.test") == 6, "text presentation by default: one column")
         #expect(renderer.pad("例子.test", 12) == "例子.test   ")
         #expect(renderer.pad("\u{1B}[2J", 8) == "\\x1B[2J ")
     }
