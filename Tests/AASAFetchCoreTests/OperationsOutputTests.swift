@@ -32,6 +32,26 @@ struct OperationsOutputTests {
         #expect(families[1].samples.first?.labels.isEmpty == true)
     }
 
+    /// Times are written in the proleptic Gregorian calendar (`1500-01-01` was `1499-12-23`, read
+    /// in the Julian one), and outside the years 0001 to 9999 as the nearest end of that range.
+    @Test func timestampsAreProlepticGregorianAndBounded() {
+        let cases: [(TimeInterval, String)] = [
+            (0, "1970-01-01T00:00:00Z"), (-1, "1969-12-31T23:59:59Z"), (951_827_445.9, "2000-02-29T12:30:45Z"),
+            (-14_831_769_600, "1500-01-01T00:00:00Z"), (-12_220_243_200, "1582-10-04T00:00:00Z"),
+            (-62_135_596_800, "0001-01-01T00:00:00Z"), (253_402_300_799, "9999-12-31T23:59:59Z"),
+            (1e300, "9999-12-31T23:59:59Z"), (-1e300, "0001-01-01T00:00:00Z"), (.infinity, "9999-12-31T23:59:59Z"),
+            (.nan, "1970-01-01T00:00:00Z"), (1_800_000_000, "2027-01-15T08:00:00Z"),
+        ]
+        for (seconds, text) in cases {
+            #expect(Timestamp.string(Date(timeIntervalSince1970: seconds)) == text, "\(seconds)")
+        }
+        // Every day of four centuries round-trips through the parser.
+        for day in stride(from: 0, to: 146_097, by: 7) {
+            let date = Date(timeIntervalSince1970: TimeInterval(day) * 86_400 + 3_723)
+            #expect(Timestamp.parse(Timestamp.string(date)) == date, "day \(day)")
+        }
+    }
+
     @Test func expositionValues() {
         #expect(PrometheusExposition.format(0) == "0")
         #expect(PrometheusExposition.format(1_800_000_000) == "1800000000")
