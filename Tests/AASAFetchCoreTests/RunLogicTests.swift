@@ -616,6 +616,37 @@ struct RunLogicTests {
         }
     }
 
+    /// Addresses that never answer, each waiting as long as it is given; the timeouts asked for.
+    final class SilentAddresses: NetworkProbing, @unchecked Sendable {
+        let addresses: [String]
+        private let lock = NSLock()
+        private var asked: [Double] = []
+        init(_ count: Int) { addresses = (1...count).map { "93.184.216.\($0)" } }
+        var timeouts: [Double] { lock.withLock { asked } }
+        func resolve(_ host: String) async -> Result<[String], NetworkProbeError> { .success(addresses) }
+        func connect(address: String, port: Int, timeout: Double) async -> NetworkConnectOutcome {
+            lock.withLock { asked.append(timeout) }
+            try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+            return .timedOut
+        }
+    }
+
+    /// `diagnose`'s TCP step spends --connect-timeout over every address together, as libcurl's
+    /// connect does (each address had the whole timeout: 100 silent addresses took 100 times it),
+    /// and names the addresses it had no time left for.
+    @Test func theTCPStepSpendsTheConnectTimeoutOnce() async {
+        var options = Self.options
+        options.connectTimeout = 0.6
+        let probe = SilentAddresses(40)
+        let diagnoser = Diagnoser(transport: ScriptedTransport(), options: options, route: .origin, cdnBase: Self.cdnBase, probe: probe)
+        let diagnosis = await diagnoser.diagnose(EntryParser().parse(["applinks:example.com"])[0], appIDs: [Self.app])
+        #expect(Self.blame(diagnosis) == "tcp timeout")
+        #expect(probe.timeouts.reduce(0, +) <= 0.6 + 1e-9, "\(probe.timeouts)")
+        #expect(probe.timeouts.count < 40)
+        let tcp = diagnosis.steps.first { $0.step == "tcp" }
+        #expect(tcp?.details.last?.contains("not tried: the --connect-timeout of 0.6 s was spent") == true, "\(tcp?.details ?? [])")
+    }
+
     @Test func theDiagnosisBlamesNameResolutionConnectAndTLS() async {
         let good = ScriptedTransport()
         good.on(Self.wellKnown, .json(Self.good))

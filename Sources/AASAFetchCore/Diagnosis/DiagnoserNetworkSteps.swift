@@ -75,6 +75,12 @@ extension Diagnoser.Walk {
         return options.allowPrivateAddresses ? addresses : addresses.filter { !privateOnes.contains($0) }
     }
 
+    /// Seconds as a message shows them: `5`, `0.25`.
+    static func seconds(_ value: Double) -> String {
+        let rounded = (value * 100).rounded() / 100
+        return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+    }
+
     /// TCP: a bare connect to each usable address until one answers.
     /// - Returns: whether one did.
     mutating func tcpStep(_ usable: [String], target: ConnectTarget, diagnoser: Diagnoser) async -> Bool {
@@ -82,8 +88,20 @@ extension Diagnoser.Walk {
         var tcpDetails: [String] = []
         var connected = false
         var sawTimeout = false
-        for address in usable {
-            switch await diagnoser.probe.connect(address: address, port: target.port, timeout: options.connectTimeout) {
+        // --connect-timeout bounds the whole step, as it bounds libcurl's connect over every
+        // address: each address gets its share of what is left (100 silent addresses took 100
+        // times the timeout), and those left when it is spent are named, not tried.
+        let deadline = ContinuousClock.now + .milliseconds(Int(options.connectTimeout * 1000))
+        for (index, address) in usable.enumerated() {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else {
+                sawTimeout = true
+                tcpDetails.append("\(usable.count - index) more address\(usable.count - index == 1 ? "" : "es") not tried: the --connect-timeout of \(options.connectTimeout) s was spent")
+                break
+            }
+            let seconds = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18
+            let share = max(seconds / Double(usable.count - index), min(seconds, 0.25))
+            switch await diagnoser.probe.connect(address: address, port: target.port, timeout: share) {
             case .connected(let milliseconds):
                 tcpDetails.append("\(address) port \(target.port): connected in \(milliseconds) ms")
                 connected = true
@@ -96,7 +114,7 @@ extension Diagnoser.Walk {
                 return false
             case .timedOut:
                 sawTimeout = true
-                tcpDetails.append("\(address) port \(target.port): no answer within \(options.connectTimeout) s")
+                tcpDetails.append("\(address) port \(target.port): no answer within \(Self.seconds(share)) s")
             }
             if connected { break }
         }
