@@ -218,6 +218,11 @@ public enum OptionSources {
         return chosen
     }
 
+    /// The most values a repeatable option takes from a config file or a variable: each becomes
+    /// an argument, and the parser's time grows with the square of their number (8,000 config
+    /// entries took 51 s in a debug build); `--domains FILE` reads any number.
+    static let listLimit = 1_000
+
     /// Options that cannot be given together: whichever a source gives, a lower source's settings
     /// of the others are dropped.
     static let exclusiveGroups: [Set<String>] = [
@@ -371,6 +376,9 @@ public enum OptionSources {
             var items: [ConfigValue] = [value]
             if case .list(let elements) = value.kind {
                 guard option.isRepeating else { throw wrongType("takes one value (a string or a number)") }
+                guard elements.count <= OptionSources.listLimit else {
+                    throw ValidationError("\(place): \"\(key)\" has \(elements.count) values, more than the \(OptionSources.listLimit) a config file may give\(option.name == "domain" ? "; list entries in a file and give --domains FILE" : "")")
+                }
                 items = elements
             }
             var texts: [String] = []
@@ -555,6 +563,9 @@ struct OptionSpec: Equatable {
         switch kind {
         case .option:
             let values = isRepeating ? value.split(whereSeparator: \.isWhitespace).map(String.init) : [value]
+            guard values.count <= OptionSources.listLimit else {
+                throw ValidationError("environment variable \(variable) has \(values.count) values, more than the \(OptionSources.listLimit) it may give\(name == "domain" ? "; list entries in a file and give --domains FILE" : "")")
+            }
             return values.map { "--\(name)=\($0)" }
         case .flag:
             switch value.lowercased() {

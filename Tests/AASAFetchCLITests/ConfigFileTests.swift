@@ -201,6 +201,24 @@ import Testing
         #expect(!section.storage.noStore && section.storage.store.cacheDirectory == folder.at("shared"))
     }
 
+    /// A list from a config file or a variable has at most 1,000 values (each is an argument the
+    /// parser takes in time quadratic in their number: 60,000 entries, a 1 MB file, ran for
+    /// minutes); more is a usage error that points to --domains FILE.
+    @Test func longListsFromAFileOrAVariableAreRefused() throws {
+        let folder = try Folder()
+        defer { folder.remove() }
+        let many = (0...OptionSources.listLimit).map { "\"applinks:h\($0).test\"" }.joined(separator: ",")
+        try folder.write("aasa-fetch.json", "{\"domain\": [\(many)]}")
+        let fromFile = try #require(failure([], in: folder))
+        #expect(fromFile.status == 64 && fromFile.message.contains("has 1001 values") && fromFile.message.contains("--domains FILE"), "\(fromFile)")
+        try folder.write("aasa-fetch.json", "{}")
+        let variable = (0...OptionSources.listLimit).map { "applinks:h\($0).test" }.joined(separator: " ")
+        let fromEnvironment = try #require(failure([], ["AASA_FETCH_DOMAIN": variable], in: folder))
+        #expect(fromEnvironment.status == 64 && fromEnvironment.message.contains("AASA_FETCH_DOMAIN has 1001 values"), "\(fromEnvironment)")
+        let within = (1...OptionSources.listLimit).map { "applinks:h\($0).test" }.joined(separator: " ")
+        #expect(try fetch([], ["AASA_FETCH_DOMAIN": within], in: folder).input.domains.count == OptionSources.listLimit)
+    }
+
     /// `AASA_FETCH_NO_CONFIG=1` reads no file, that of `AASA_FETCH_CONFIG` included (the two were
     /// refused together as a usage error).
     @Test func noConfigFromTheEnvironmentWinsOverTheConfigVariable() throws {
