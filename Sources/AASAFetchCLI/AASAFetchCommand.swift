@@ -106,7 +106,14 @@ extension AASAFetchCommand {
     static func formatFromSettings(_ arguments: [String]) -> [String] {
         let environment = ProcessInfo.processInfo.environment
         let fromEnvironment = formatFromEnvironment(environment)
-        return fromEnvironment.isEmpty ? OptionSources.formatFromConfig(arguments, environment: environment) : fromEnvironment
+        let found = fromEnvironment.isEmpty ? OptionSources.formatFromConfig(arguments, environment: environment) : fromEnvironment
+        // Only a format the command has: `show` has no --format, so AASA_FETCH_FORMAT=sarif
+        // (meant for fetch) made its error a SARIF document.
+        let name = OptionSources.selectedCommandName(arguments)
+        guard let option = found.first?.dropFirst(2),
+              let command = configuration.subcommands.first(where: { $0.configuration.commandName == name }),
+              OptionSpec.options(of: command).contains(where: { $0.name == option }) else { return [] }
+        return found
     }
 
     /// The output format the environment asks for, as arguments (`--json`, `--format F`); none

@@ -125,12 +125,19 @@ public enum OptionSources {
             if let member = members.last(where: { $0.key == "json" }), case .bool(true) = member.value.kind { return ["--json"] }
             return nil
         }
-        if let command = arguments.first, !command.hasPrefix("-"),
-           let section = file.members.last(where: { $0.key == command }), case .table(let members) = section.value.kind,
+        // The command's section: `fetch`'s for the default command too (`aasa-fetch --domain …`).
+        let command = selectedCommandName(arguments)
+        if let section = file.members.last(where: { $0.key == command }), case .table(let members) = section.value.kind,
            let found = format(in: members) {
             return found
         }
         return format(in: file.members) ?? []
+    }
+
+    /// The name of the command `arguments` run: their first word when it names one, else `fetch`.
+    static func selectedCommandName(_ arguments: [String]) -> String {
+        let names = AASAFetchCommand.configuration.subcommands.compactMap { $0.configuration.commandName }
+        return arguments.first.flatMap { names.contains($0) ? $0 : nil } ?? "fetch"
     }
 
     /// ``resolve(_:environment:currentDirectory:root:)`` without parsing the combined arguments:

@@ -219,6 +219,21 @@ import Testing
         #expect(try fetch([], ["AASA_FETCH_DOMAIN": within], in: folder).input.domains.count == OptionSources.listLimit)
     }
 
+    /// When the options cannot be resolved, the error takes a format only the command has (show
+    /// has no --format: AASA_FETCH_FORMAT=sarif made its error a SARIF document), and the default
+    /// command reads the `fetch` section as `aasa-fetch fetch` does.
+    @Test func anErrorBeforeParsingTakesOnlyAFormatTheCommandHas() throws {
+        let folder = try Folder()
+        defer { folder.remove() }
+        let show = try ToolRunner.run(["show", "--config", folder.at("missing.yaml")], environment: ["AASA_FETCH_FORMAT": "sarif"])
+        #expect(show.status == 2 && show.stdout.isEmpty && show.stderr.contains("config-unreadable"), "\(show.stdout)\(show.stderr)")
+        try folder.write("e.yaml", "fetch:\n  json: true\nbogus: 1\n")
+        for command in [["fetch"], []] {
+            let run = try ToolRunner.run(command + ["--domain", "a.invalid", "--config", folder.at("e.yaml")])
+            #expect(run.status == 64 && run.stdout.contains("\"error\""), "\(command): \(run.stdout)\(run.stderr)")
+        }
+    }
+
     /// `AASA_FETCH_NO_CONFIG=1` reads no file, that of `AASA_FETCH_CONFIG` included (the two were
     /// refused together as a usage error).
     @Test func noConfigFromTheEnvironmentWinsOverTheConfigVariable() throws {
