@@ -80,26 +80,41 @@ extension AASAFetchCommand {
             } catch {
                 throw CommandFailure(storeCall: error)
             }
-            let text = page.render(store: store.location, generatedAt: generated, version: AASAFetchVersion.string)
+            if let failure = page.spoolFailure {
+                throw CommandFailure(code: "spool-error", message: "\(failure) (TMPDIR)")
+            }
+            // Written piece by piece: the page of many hosts is never whole in memory.
+            var bytes = 0
             if html == "-" {
-                console.outJSONFragment(text)  // machine output, written as it is
+                do {
+                    try page.render(store: store.location, generatedAt: generated, version: AASAFetchVersion.string) { piece in
+                        console.outJSONFragment(String(decoding: piece, as: UTF8.self))  // machine output, written as it is
+                    }
+                } catch {
+                    throw CommandFailure(code: "report-unwritable", message: "--html -: \(error)")
+                }
                 return
             }
             do {
-                try AtomicFile.write(Array(text.utf8), to: html)
+                try AtomicFile.write(to: html) { emit in
+                    try page.render(store: store.location, generatedAt: generated, version: AASAFetchVersion.string) { piece in
+                        bytes += piece.count
+                        try emit(piece)
+                    }
+                }
             } catch {
                 throw CommandFailure(code: "report-unwritable", message: "--html \(html): \(error.message)")
             }
             if json {
                 let states = States(fails: page.count(.fails), pending: page.count(.pending), unjudged: page.count(.unjudged),
                                     associates: page.count(.associates))
-                try console.json(Output(out: html, generatedAt: generated, bytes: text.utf8.count, hosts: page.hostCount, states: states,
+                try console.json(Output(out: html, generatedAt: generated, bytes: bytes, hosts: page.hostCount, states: states,
                                         unneededLeftOut: page.unneededCount))
                 return
             }
             let failing = page.count(.fails)
             let unneeded = page.unneededCount > 0 ? ", \(page.unneededCount) no longer needed left out" : ""
-            console.out("wrote \(html): \(Plural.count(page.hostCount, "host")), \(failing) failing\(unneeded), \(text.utf8.count / 1024) KiB")
+            console.out("wrote \(html): \(Plural.count(page.hostCount, "host")), \(failing) failing\(unneeded), \(bytes / 1024) KiB")
         }
     }
 }

@@ -513,7 +513,7 @@ struct ShowJSONStream {
 struct HostTable {
     static let header = ["HOST", "STATUS", "LAST APPROVED", "NEXT CHECK", "FAILURES"]
     private let file: UnsafeMutablePointer<FILE>
-    private var widths = header.map(HumanRenderer.columns)
+    private var widths = header.map(HostTable.width)
     private var rows = 0
 
     /// A table with its temporary file (`spool-error` when none can be made: `TMPDIR`).
@@ -522,6 +522,11 @@ struct HostTable {
             throw CommandFailure(code: "spool-error", message: "cannot create a temporary file for the table: \(SystemReason.text(errno: errno))")
         }
         self.file = file
+    }
+
+    /// The columns an escaped cell takes on a terminal (its bytes when it is ASCII).
+    static func width(_ cell: String) -> Int {
+        cell.utf8.allSatisfy { $0 < 0x80 } ? cell.utf8.count : HumanRenderer.columns(cell)
     }
 
     /// Adds a host's row.
@@ -534,7 +539,7 @@ struct HostTable {
         // the widths are those the terminal shows.
         let cells = [state.key.description, status, state.approvedAt.map(Timestamp.string) ?? "never", next, "\(state.consecutiveFailures)"]
             .map(TerminalText.escaped)
-        for (column, cell) in cells.enumerated() { widths[column] = max(widths[column], HumanRenderer.columns(cell)) }
+        for (column, cell) in cells.enumerated() { widths[column] = max(widths[column], Self.width(cell)) }
         let mark = state.lastResult == nil ? "?" : record.verdict.associated.map { $0 ? "1" : "0" } ?? "-"
         let line = ([mark] + cells).joined(separator: "\u{1F}") + "\n"
         guard fputs(line, file) >= 0 else {
@@ -554,11 +559,15 @@ struct HostTable {
             throw CommandFailure(code: "spool-error", message: "cannot read the table's temporary file: \(SystemReason.text(errno: errno))")
         }
         let renderer = HumanRenderer(console: console)
-        // Two spaces between columns; the host column starts after the mark.
+        // Two spaces between columns; the host column starts after the mark. The cells are
+        // escaped already.
         func line(_ cells: [String]) -> String {
-            zip(cells, widths).enumerated().map { column, cell in
-                column == cells.count - 1 ? cell.0 : renderer.pad(cell.0, cell.1) + "  "
-            }.joined()
+            var text = ""
+            for (column, cell) in cells.enumerated() {
+                text += cell
+                if column < cells.count - 1 { text += String(repeating: " ", count: max(0, widths[column] - Self.width(cell)) + 2) }
+            }
+            return text
         }
         console.out("  " + line(Self.header))
         var buffer: UnsafeMutablePointer<CChar>?

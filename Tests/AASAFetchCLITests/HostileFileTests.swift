@@ -8,6 +8,30 @@ import Testing
 /// an exit status, at once and in bounded memory. The files are generated here.
 @Suite(.timeLimit(.minutes(5)))
 struct HostileFileTests {
+    /// `report` keeps each host's markup in a temporary file until the page is written (the page
+    /// of 300,000 hosts took 2.8 GB): without a temporary folder it is `spool-error`, and the
+    /// page written through the file is the page written to standard output.
+    @Test func theStatusPageIsWrittenFromItsTemporaryFile() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("page-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let cache = work.appendingPathComponent("cache").path
+        let offline = ["--connect-to", "::127.0.0.1:9", "--allow-private", "--retry-delays", "", "--quiet"]
+        let recorded = try ToolRunner.run((0..<30).flatMap { ["--domain", "applinks:h\($0).example.com"] } + offline, cache: cache)
+        #expect(recorded.status == 1, "\(recorded.stderr)")
+        let file = work.appendingPathComponent("page.html").path
+        let written = try ToolRunner.run(["report", "--html", file, "--now", "2027-01-01T00:00:00Z", "--json"], cache: cache)
+        #expect(written.status == 0, "\(written.stderr)")
+        let page = try Data(contentsOf: URL(fileURLWithPath: file))
+        #expect((try written.json()["bytes"] as? Int) == page.count)
+        let printed = try ToolRunner.run(["report", "--html", "-", "--now", "2027-01-01T00:00:00Z"], cache: cache)
+        #expect(Data(printed.stdout.utf8) == page)
+        #expect(page.count > 30 * 500 && String(decoding: page, as: UTF8.self).contains("h29.example.com"))
+        let noTemporary = try ToolRunner.run(["report", "--html", file], cache: cache, environment: ["TMPDIR": work.appendingPathComponent("missing").path])
+        #expect(noTemporary.status == 2 && noTemporary.stderr.contains("spool-error"), "\(noTemporary.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == page, "the old page stays")
+    }
+
     /// A SQLite store is not trusted: a value of the wrong type in any column the commands read
     /// (text in a number column, a number past `Int`'s range, a blob for a date) is
     /// `store-corrupt` naming the file and the column, exit 2, on every command that reads it.

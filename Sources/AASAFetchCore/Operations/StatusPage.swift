@@ -19,8 +19,20 @@ public struct StatusPage: Sendable {
     /// Bytes of each approved file shown (its indented text); the rest is cut with a note.
     public var fileLimit: Int
 
-    private var rows: [(rank: Int, host: String, route: String, summary: String, body: String)] = []
+    /// A host's place on the page; its markup waits in ``spool`` (summary, then its body as an
+    /// element of the island), so memory holds this much per host, not its markup.
+    private struct Row: Sendable {
+        var rank: Int
+        var host: String
+        var route: String
+        var offset: Int
+        var summaryBytes: Int
+        var bodyBytes: Int
+    }
+
+    private var rows: [Row] = []
     private var counts: [StoredVerdict.Status: Int] = [:]
+    private let spool = PageSpool()
 
     /// Creates an empty page.
     public init(historyLimit: Int = 20, fileLimit: Int = 32 * 1024) {
@@ -35,6 +47,10 @@ public struct StatusPage: Sendable {
     /// not checked, so their state is old news, and refresh removes them after the grace period.
     public private(set) var unneededCount = 0
 
+    /// Why the hosts' markup could not be kept (a temporary folder that is full or missing):
+    /// the page cannot be written.
+    public var spoolFailure: PageSpool.Failure? { spool.failure }
+
     /// The number of hosts in a state.
     public func count(_ status: StoredVerdict.Status) -> Int { counts[status] ?? 0 }
 
@@ -48,12 +64,31 @@ public struct StatusPage: Sendable {
         }
         counts[verdict.status, default: 0] += 1
         let markup = hostMarkup(verdict, history: Array(history.suffix(historyLimit)))
-        rows.append((Self.rank(verdict.status), verdict.state.key.host, verdict.state.key.route.rawValue, markup.summary, markup.body))
+        let summary = Array(markup.summary.utf8)
+        let body = Self.islandElement(markup.body)
+        let offset = spool.append(summary + body)
+        rows.append(Row(rank: Self.rank(verdict.status), host: verdict.state.key.host, route: verdict.state.key.route.rawValue,
+                        offset: offset, summaryBytes: summary.count, bodyBytes: body.count))
     }
 
-    /// The whole page; hosts ordered by state (failing first), then host and route. `version` is
-    /// the tool's, named in the page.
+    /// The whole page as one string (tests and small pages; ``render(store:generatedAt:version:to:)``
+    /// writes it piece by piece); empty when its temporary file failed.
     public func render(store location: String, generatedAt: Date, version: String) -> String {
+        var bytes: [UInt8] = []
+        do {
+            try render(store: location, generatedAt: generatedAt, version: version) { bytes += $0 }
+        } catch {
+            return ""
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Writes the page to `emit`, piece by piece; hosts ordered by state (failing first), then
+    /// host and route. `version` is the tool's, named in the page. Throws ``PageSpool/Failure``
+    /// when the hosts' markup could not be kept or read back (a full temporary folder), or what
+    /// `emit` throws.
+    public func render(store location: String, generatedAt: Date, version: String, to emit: ([UInt8]) throws -> Void) throws {
+        if let failure = spool.failure { throw failure }
         let ordered = rows.sorted { ($0.rank, $0.host, $0.route) < ($1.rank, $1.host, $1.route) }
         let total = rows.count
         var html = """
@@ -100,23 +135,32 @@ public struct StatusPage: Sendable {
             <div id="hosts">
 
             """
+        try emit(Array(html.utf8))
+        let opening = "<details".utf8.count
         for (index, row) in ordered.enumerated() {
-            html += "<details data-i=\"\(index)\"" + row.summary.dropFirst("<details".count)
+            let summary = try spool.read(at: row.offset, count: row.summaryBytes)
+            try emit(Array("<details data-i=\"\(index)\"".utf8) + summary.dropFirst(opening))
         }
-        html += """
+        try emit(Array("""
             </div>
             <noscript><p>The details of each host are shown by the page's script; every host's state, code and times are above.</p></noscript>
             <p id="none" hidden>No host matches the filter.</p>
             \(total == 0 ? "<p>The store holds no host yet: record some with a fetch run (<code>aasa-fetch --entitlements App.entitlements</code>).</p>" : "")
             </main>
             <footer>Made by aasa-fetch \(Self.escape(version)) from the store; nothing on this page is fetched from anywhere.</footer>
-            <script type="application/json" id="bodies">\(Self.island(ordered.map(\.body)))</script>
+            <script type="application/json" id="bodies">[
+            """.utf8))
+        for (index, row) in ordered.enumerated() {
+            let body = try spool.read(at: row.offset + row.summaryBytes, count: row.bodyBytes)
+            try emit(index == 0 ? body : Array(",\n".utf8) + body)
+        }
+        try emit(Array("""
+            ]</script>
             <script>\(Self.script)</script>
             </body>
             </html>
 
-            """
-        return html
+            """.utf8))
     }
 
     // MARK: - One host
@@ -235,18 +279,15 @@ public struct StatusPage: Sendable {
         return (summary, html)
     }
 
-    /// The bodies as a JSON array of strings inside `<script type="application/json">`: every `<`
-    /// written `\u003c`, so no text can close the element; the script parses it on first use.
-    static func island(_ bodies: [String]) -> String {
-        var bytes: [UInt8] = [UInt8(ascii: "[")]
-        for (index, body) in bodies.enumerated() {
-            if index > 0 { bytes += [UInt8(ascii: ","), UInt8(ascii: "\n")] }
-            for byte in ReportJSONWriter.quoted(body).utf8 {
-                if byte == UInt8(ascii: "<") { bytes += Array("\\u003c".utf8) } else { bytes.append(byte) }
-            }
+    /// A body as an element of the JSON array of strings inside `<script type="application/json">`
+    /// (the island): every `<` written `\u003c`, so no text can close the element; the script
+    /// parses it on first use.
+    static func islandElement(_ body: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for byte in ReportJSONWriter.quoted(body).utf8 {
+            if byte == UInt8(ascii: "<") { bytes += Array("\\u003c".utf8) } else { bytes.append(byte) }
         }
-        bytes.append(UInt8(ascii: "]"))
-        return String(decoding: bytes, as: UTF8.self)
+        return bytes
     }
 
     private static func eventText(_ event: HistoryEvent) -> String {
@@ -540,4 +581,76 @@ public struct StatusPage: Sendable {
           document.documentElement.setAttribute("data-ready", "1");
         })();
         """
+}
+
+/// The temporary file where a ``StatusPage`` keeps each host's markup until the page is written:
+/// unlinked as soon as it is made, so it goes with the process. A failure to make it or write it
+/// is kept and thrown by the render.
+public final class PageSpool: @unchecked Sendable {
+    /// Why the markup could not be kept or read back.
+    public struct Failure: Error, CustomStringConvertible {
+        /// What failed, with the system's reason.
+        public var description: String
+    }
+
+    private let lock = NSLock()
+    private var descriptor: Int32 = -1
+    private var size = 0
+    var failure: Failure? { lock.withLock { storedFailure } }
+    private var storedFailure: Failure?
+
+    init() {}
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Appends `bytes`; returns where they start.
+    func append(_ bytes: [UInt8]) -> Int {
+        lock.withLock {
+            let offset = size
+            guard storedFailure == nil else { return offset }
+            if descriptor < 0 {
+                let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+                var template = Array("\(folder)/aasa-fetch-page.XXXXXX".utf8CString)
+                descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+                guard descriptor >= 0 else {
+                    storedFailure = Failure(description: "cannot create a temporary file in \(folder) for the page: \(SystemReason.text(errno: errno))")
+                    return offset
+                }
+                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+                template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+            }
+            var written = 0
+            while written < bytes.count {
+                let count = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + written, $0.count - written, off_t(offset + written)) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    storedFailure = Failure(description: "cannot write the page's temporary file: \(SystemReason.text(errno: errno))")
+                    return offset
+                }
+                written += count
+            }
+            size += bytes.count
+            return offset
+        }
+    }
+
+    /// The `count` bytes at `offset`.
+    func read(at offset: Int, count: Int) throws -> [UInt8] {
+        try lock.withLock {
+            if let storedFailure { throw storedFailure }
+            var bytes = [UInt8](repeating: 0, count: count)
+            var done = 0
+            while done < count {
+                let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+                if got < 0, errno == EINTR { continue }
+                guard got > 0 else {
+                    throw Failure(description: "cannot read the page's temporary file back: \(got < 0 ? SystemReason.text(errno: errno) : "it ended early")")
+                }
+                done += got
+            }
+            return bytes
+        }
+    }
 }

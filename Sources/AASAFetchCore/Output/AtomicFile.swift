@@ -25,6 +25,16 @@ public enum AtomicFile {
     /// Writes `bytes` to `path` atomically (see ``AtomicFile``), with permissions `mode`
     /// (default `0644`: a collector usually runs as another user).
     public static func write(_ bytes: [UInt8], to given: String, mode: mode_t = 0o644) throws(WriteError) {
+        try write(to: given, mode: mode) { emit in try emit(bytes) }
+    }
+
+    /// Writes what `produce` hands to its `emit`, piece by piece, to `path` atomically, with
+    /// permissions `mode`: a large file (a status page of many hosts) is never whole in memory.
+    /// An error `produce` throws leaves the old file as it was (a ``WriteError`` as it is, any
+    /// other error as its description).
+    public static func write(
+        to given: String, mode: mode_t = 0o644, producing produce: (_ emit: ([UInt8]) throws -> Void) throws -> Void
+    ) throws(WriteError) {
         let path: String
         switch target(of: given) {
         case .success(let resolved): path = resolved
@@ -45,16 +55,36 @@ public enum AtomicFile {
             unlink(temporary)
             return error
         }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { buffer in
-                Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
+        func writeAll(_ bytes: [UInt8]) throws(WriteError) {
+            var written = 0
+            while written < bytes.count {
+                let count = bytes.withUnsafeBytes { buffer in
+                    Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
+                }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw fail("cannot write")
+                }
+                written += count
             }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw fail("cannot write")
+        }
+        // Pieces gathered to 64 KiB a write.
+        var pending: [UInt8] = []
+        do {
+            try produce { bytes in
+                pending += bytes
+                if pending.count >= 1 << 16 {
+                    try writeAll(pending)
+                    pending.removeAll(keepingCapacity: true)
+                }
             }
-            written += count
+            try writeAll(pending)
+        } catch let error as WriteError {
+            unlink(temporary)
+            throw error
+        } catch {
+            unlink(temporary)
+            throw WriteError(message: "\(error)")
         }
         guard fchmod(fd, mode) == 0 else { throw fail("cannot set the mode of") }
         guard fsync(fd) == 0 else { throw fail("cannot flush") }
