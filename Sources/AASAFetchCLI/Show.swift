@@ -424,10 +424,12 @@ extension AASAFetchCommand {
             var skipped: [Skipped] = []
             do {
                 let database = try await store.open(create: false, readOnly: true)
-                let keys = try await database.allHosts().filter { $0.approvedSize != nil }.map(\.key)
                 try Self.createFolder(folder)
                 var routeFolders: Set<Route> = []
-                for chunk in stride(from: 0, to: keys.count, by: 500).map({ Array(keys[$0..<min($0 + 500, keys.count)]) }) {
+                // A page of hosts at a time: memory does not grow with the store.
+                try await database.forEachHostPage { page in
+                    let chunk = page.filter { $0.approvedSize != nil }.map(\.key)
+                    guard !chunk.isEmpty else { return }
                     let states = try await database.states(of: chunk)
                     for key in chunk {
                         guard let state = states[key], let body = state.approvedBody else { continue }
