@@ -201,11 +201,13 @@ public enum OptionSources {
     /// config file's top level). This is the only place where the precedence is decided.
     static func merge(commandLine: [String], layers: [[Setting]], arguments: [ArgumentDescription]) -> [Setting] {
         var given = OptionSpec.givenOptions(in: commandLine, of: arguments)
-        // An option of an exclusive group given by a source also stands for the others in every
-        // lower source: `--no-store` typed by hand wins over `AASA_FETCH_CACHE` instead of clashing
-        // with it, and `AASA_FETCH_CACHE` wins over the config file's `no-store`.
+        // Options that set something: an option of an exclusive group set by a source stands for
+        // the others in every lower source (`--no-store` typed by hand wins over
+        // `AASA_FETCH_CACHE` instead of clashing with it, and `AASA_FETCH_CACHE` wins over the
+        // config file's `no-store`).
+        var setting = given
         func closeOverGroups() {
-            for group in exclusiveGroups where !given.isDisjoint(with: group) {
+            for group in exclusiveGroups where !setting.isDisjoint(with: group) {
                 given.formUnion(group)
             }
         }
@@ -213,11 +215,14 @@ public enum OptionSources {
         var chosen: [Setting] = []
         for layer in layers {
             var taken: Set<String> = []
-            // A flag set to false adds no argument and leaves the option unset, as documented: it
-            // takes nothing from a lower source (`AASA_FETCH_NO_STORE=0` dropped the file's `cache`).
-            for setting in layer where !setting.arguments.isEmpty && !given.contains(setting.option.key) && !taken.contains(setting.option.key) {
-                taken.insert(setting.option.key)
-                chosen.append(setting)
+            for candidate in layer where !given.contains(candidate.option.key) && !taken.contains(candidate.option.key) {
+                taken.insert(candidate.option.key)
+                // A flag set to false adds no argument: it decides its own option (a lower
+                // source's `true` does not apply) but sets nothing, so it takes nothing from the
+                // others of its group (`AASA_FETCH_NO_STORE=0` dropped the file's `cache`).
+                guard !candidate.arguments.isEmpty else { continue }
+                chosen.append(candidate)
+                setting.insert(candidate.option.key)
             }
             given.formUnion(taken)
             closeOverGroups()

@@ -84,7 +84,6 @@ extension CommandFailure {
 
 /// What runs that download (the default command, `match`) record in the store.
 enum StoreSession {
-    /// The hosts of a plan and the entries and app IDs that need them.
     /// The entry a need records, which the store's verdict parses again: its normalized form, or
     /// as written when it has an error or is written in Unicode (`applinks:bücher.example` is
     /// fetched under its Punycode name and fails `entitlement-not-punycode`; recorded normalized,
@@ -95,6 +94,7 @@ enum StoreSession {
         return asWritten ? entry.raw ?? entry.normalized : entry.normalized ?? entry.raw
     }
 
+    /// The hosts of a plan and the entries and app IDs that need them.
     static func registrations(plan: FetchPlan, appIDs: [String]) -> (hosts: [HostRegistration], needs: [EntryNeed]) {
         var hosts: [HostRegistration] = []
         var needs: [EntryNeed] = []

@@ -199,6 +199,12 @@ import Testing
         try folder.write("aasa-fetch.json", #"{"cache": "shared", "domain": "applinks:a.test", "fetch": {"no-store": false}}"#)
         let section = try fetch(["fetch"], in: folder)
         #expect(!section.storage.noStore && section.storage.store.cacheDirectory == folder.at("shared"))
+        // It still decides its own option: a lower source's `true` does not apply.
+        try folder.write("aasa-fetch.json", #"{"allow-private": true, "domain": "applinks:a.test", "fetch": {"json": true}}"#)
+        #expect(try fetch([], in: folder).network.allowPrivate)
+        #expect(try !fetch([], ["AASA_FETCH_ALLOW_PRIVATE": "0"], in: folder).network.allowPrivate)
+        try folder.write("aasa-fetch.json", #"{"allow-private": true, "domain": "applinks:a.test", "fetch": {"allow-private": false}}"#)
+        #expect(try !fetch(["fetch"], in: folder).network.allowPrivate)
     }
 
     /// A list from a config file or a variable has at most 1,000 values (each is an argument the

@@ -165,8 +165,6 @@ public struct StatusPage: Sendable {
 
     // MARK: - One host
 
-    /// A host's summary row (a closed `<details>` with an empty body) and the markup of its body,
-    /// which the page's script puts in when the row is opened: 10,000 rows load as 10,000 lines.
     /// A time as whole seconds since 1970 for the page's sort menu. A tampered store can hold any
     /// number there: the value is clamped to about ±285 million years, and not a number is 0.
     static func sortKey(_ date: Date) -> String {
@@ -175,6 +173,8 @@ public struct StatusPage: Sendable {
         return String(Int(max(-9e15, min(9e15, seconds.rounded(.towardZero)))))
     }
 
+    /// A host's summary row (a closed `<details>` with an empty body) and the markup of its body,
+    /// which the page's script puts in when the row is opened: 10,000 rows load as 10,000 lines.
     private func hostMarkup(_ verdict: StoredVerdict, history: [HistoryEvent]) -> (summary: String, body: String) {
         let state = verdict.state
         let status = verdict.status
