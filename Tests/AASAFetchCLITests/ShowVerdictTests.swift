@@ -110,6 +110,18 @@ struct ShowVerdictTests {
         #expect(refreshed["associated"] as? Bool == false, "\(refreshed)")
         let report = try ToolRunner.run(["report", "--html", root.appendingPathComponent("r.html").path, "--json"], cache: cache)
         #expect((try report.json()["states"] as? [String: Any])?["fails"] as? Int == 1, "\(report.stdout)")
+
+        // Recorded without an app ID, it fails all the same: it never matches on a device.
+        let anonymous = root.appendingPathComponent("anonymous").path
+        let recorded = try ToolRunner.run(network + ["--domain", "applinks:bücher.show.test", "--quiet"], cache: anonymous)
+        #expect(recorded.status == 1, "\(recorded.stdout)\(recorded.stderr)")
+        let listed = try #require((try ToolRunner.run(["show", "--json"], cache: anonymous).json()["hosts"] as? [[String: Any]])?.first)
+        #expect(listed["code"] as? String == "entitlement-not-punycode" && listed["associated"] as? Bool == false, "\(listed)")
+        let again = try ToolRunner.run(["refresh", "--all", "--json"] + network, cache: anonymous)
+        #expect(again.status == 0, "no change: \(again.stderr)")
+        #expect((try again.json()["hosts"] as? [[String: Any]])?.first?["associated"] as? Bool == false, "\(again.stdout)")
+        let page = try ToolRunner.run(["report", "--html", root.appendingPathComponent("r2.html").path, "--json"], cache: anonymous)
+        #expect((try page.json()["states"] as? [String: Any])?["fails"] as? Int == 1, "\(page.stdout)")
     }
 
     /// `show` without a host reads the store a page at a time and writes as it reads: a store of

@@ -36,18 +36,22 @@ public struct RefreshedHost: Sendable, Encodable {
     /// host, as a run judges it: a failure associates nothing; an approved file lists each app ID
     /// for its entry's service, or the first it does not is `app-not-listed`.
     mutating func judge(_ result: HostFetchResult, needs: [EntryNeed]) {
+        // An entry recorded with its error fails whatever the file says and whether an app ID is
+        // known (``StoredVerdict``).
+        let parser = EntryParser()
+        if let error = Set(needs.map(\.entry)).sorted().lazy.compactMap({ parser.parse($0, index: 0).findings.first { $0.severity == .error } }).first {
+            associated = false
+            // A failed download's own code comes first, as `show` gives it.
+            if outcome == .approved || outcome == .notModified { notListed = error }
+            return
+        }
         let apps = needs.filter { !$0.appID.isEmpty }
         guard !apps.isEmpty else { return }
         guard outcome == .approved || outcome == .notModified, let document = result.document else {
             associated = false
             return
         }
-        // An entry recorded with its error fails whatever the file says (``StoredVerdict``).
-        let parser = EntryParser()
-        if let error = apps.lazy.compactMap({ parser.parse($0.entry, index: 0).findings.first { $0.severity == .error } }).first {
-            associated = false
-            notListed = error
-        } else if let missing = apps.first(where: { !document.appIDs(for: $0.service).contains($0.appID) }) {
+        if let missing = apps.first(where: { !document.appIDs(for: $0.service).contains($0.appID) }) {
             associated = false
             notListed = AssociationJudge.notListed(missing.appID, service: missing.service, document: document, host: key.host, location: missing.entry)
         } else {

@@ -80,12 +80,17 @@ public struct StoredVerdict: Sendable {
             return
         }
         let document = last.code == "ok" ? state.approvedDocument : nil
+        // An entry recorded with its error (`applinks:bücher.example`, fetched under its Punycode
+        // name) fails whatever the file says and whether an app ID is known, as the run that
+        // recorded it said.
         let entryParser = EntryParser()
+        var entryErrors: [String: Finding] = [:]
+        for entry in Set(needs.map(\.entry)) {
+            entryErrors[entry] = entryParser.parse(entry, index: 0).findings.first { $0.severity == .error }
+        }
         associations = needs.map { need in
             let appID = need.appID.isEmpty ? nil : need.appID
-            // An entry recorded with its error (`applinks:bücher.example`, fetched under its
-            // Punycode name) fails whatever the file says, as the run that recorded it said.
-            if let error = entryParser.parse(need.entry, index: 0).findings.first(where: { $0.severity == .error }) {
+            if let error = entryErrors[need.entry] {
                 return Association(entry: need.entry, service: need.service, appID: appID, associated: false, code: error.code, reason: error.message)
             }
             // Without an app ID nothing is judged: a file fetched `ok` stays so, body loaded or not
@@ -123,6 +128,12 @@ public struct StoredVerdict: Sendable {
         findings = result.findings
         guard last.code == "ok" else {
             status = .fails
+            return
+        }
+        if let error = needs.lazy.compactMap({ entryErrors[$0.entry] }).first {
+            status = .fails
+            reason = error.message
+            if !findings.contains(error) { findings.insert(error, at: 0) }
             return
         }
         let appIDs = Array(Set(needs.map(\.appID).filter { !$0.isEmpty })).sorted()
