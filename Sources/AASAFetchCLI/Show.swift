@@ -194,8 +194,8 @@ extension AASAFetchCommand {
 
         /// `show` without a host: every host, read and judged a page at a time
         /// (``StoredVerdict/walk(_:chunk:historyLimit:allBodies:_:)``) and written as it comes, so
-        /// memory does not grow with the store. The JSON document is streamed; the table's rows
-        /// wait in a temporary file until its column widths are known.
+        /// memory does not grow with the store. The JSON document and the table's rows wait in a
+        /// temporary file (until every host was read; until the column widths are known).
         private func showAll(now: Date, console: Console) async throws {
             let path = store.location
             let database: any AssociationStore
@@ -204,10 +204,8 @@ extension AASAFetchCommand {
             } catch {
                 throw CommandFailure(storeCall: error)
             }
-            // The document starts once the store is open: a store that cannot be read gets the
-            // error document instead.
-            var stream = json ? ShowJSONStream(console: console, store: path, now: now) : nil
-            var table = json ? nil : try HostTable()
+            var stream = json ? ShowJSONStream(store: path, now: now) : nil
+            var table = json ? nil : HostTable()
             do {
                 try await StoredVerdict.walk(database, allBodies: false) { chunk in
                     for (verdict, _) in chunk {
@@ -218,7 +216,7 @@ extension AASAFetchCommand {
                         if stream != nil {
                             try stream?.host(ShowReport.Host(record))
                         } else {
-                            try table?.add(record)
+                            table?.add(record)
                         }
                     }
                 }
@@ -228,7 +226,7 @@ extension AASAFetchCommand {
                 throw CommandFailure(storeCall: error)
             }
             if let stream {
-                stream.finish()
+                try stream.finish(console: console)
             } else if let table {
                 try table.print(console: console, emptyStore: path)
             }
@@ -481,50 +479,50 @@ extension AASAFetchCommand {
     }
 }
 
-/// `show --json` without a host, written host by host: byte for byte what ``JSONOutput/string(_:)``
-/// writes for the whole ``ShowReport``.
+/// `show --json` without a host, host by host: byte for byte what ``JSONOutput/string(_:)`` writes
+/// for the whole ``ShowReport``. The document waits in a temporary file and is copied to standard
+/// output once every host was read, so a store that fails halfway gets the error document, not
+/// half a document; memory does not grow with the store.
 struct ShowJSONStream {
-    private let console: Console
     private let writer = ReportJSONWriter(style: .pretty)
+    private let spool = SpoolFile(for: "the JSON document")
     private var hosts = 0
 
-    /// Starts the document (its head and the `hosts` array) on standard output.
-    init(console: Console, store: String, now: Date) {
-        self.console = console
-        console.beginDocument()
+    /// Starts the document (its head and the `hosts` array).
+    init(store: String, now: Date) {
         let store = (try? writer.string(store, depth: 1)) ?? "null"
         let time = (try? writer.string(now, depth: 1)) ?? "null"
-        console.outJSONFragment("{\n  \"schemaVersion\": \(JSONSchemaVersion.current),\n  \"store\": \(store),\n  \"now\": \(time),\n  \"hosts\": [")
+        spool.append(Array("{\n  \"schemaVersion\": \(JSONSchemaVersion.current),\n  \"store\": \(store),\n  \"now\": \(time),\n  \"hosts\": [".utf8))
     }
 
-    /// Writes one host.
+    /// Adds one host.
     mutating func host(_ host: ShowReport.Host) throws {
-        console.outJSONFragment((hosts == 0 ? "\n    " : ",\n    ") + (try writer.string(host, depth: 2)))
+        spool.append(Array(((hosts == 0 ? "\n    " : ",\n    ") + (try writer.string(host, depth: 2))).utf8))
         hosts += 1
     }
 
-    /// Ends the document.
-    func finish() {
-        console.outJSONFragment(hosts == 0 ? "]\n}\n" : "\n  ]\n}\n")
+    /// Ends the document and writes it to standard output (`spool-error` when its temporary file
+    /// failed: `TMPDIR`).
+    func finish(console: Console) throws(CommandFailure) {
+        spool.append(Array((hosts == 0 ? "]\n}\n" : "\n  ]\n}\n").utf8))
+        do {
+            if let failure = spool.failure { throw failure }
+            console.beginDocument()
+            try spool.forEachChunk { console.outJSONFragment(String(decoding: $0, as: UTF8.self)) }
+        } catch {
+            throw CommandFailure(code: "spool-error", message: "\(error) (TMPDIR)")
+        }
     }
 }
 
-/// The table of `show` without a host. Its rows wait in a temporary file (escaped cells, one row a
-/// line) until every row is known, since each column is as wide as its longest value: memory stays
-/// flat whatever the store holds.
+/// The table of `show` without a host. Its rows wait in a temporary file (``SpoolFile``: escaped
+/// cells, one row a line) until every row is known, since each column is as wide as its longest
+/// value: memory stays flat whatever the store holds.
 struct HostTable {
     static let header = ["HOST", "STATUS", "LAST APPROVED", "NEXT CHECK", "FAILURES"]
-    private let file: UnsafeMutablePointer<FILE>
+    private let spool = SpoolFile(for: "the table")
     private var widths = header.map(HostTable.width)
     private var rows = 0
-
-    /// A table with its temporary file (`spool-error` when none can be made: `TMPDIR`).
-    init() throws(CommandFailure) {
-        guard let file = tmpfile() else {
-            throw CommandFailure(code: "spool-error", message: "cannot create a temporary file for the table: \(SystemReason.text(errno: errno))")
-        }
-        self.file = file
-    }
 
     /// The columns an escaped cell takes on a terminal (its bytes when it is ASCII).
     static func width(_ cell: String) -> Int {
@@ -532,7 +530,7 @@ struct HostTable {
     }
 
     /// Adds a host's row.
-    mutating func add(_ record: HostRecord) throws(CommandFailure) {
+    mutating func add(_ record: HostRecord) {
         let state = record.state
         let status = state.lastResult.map { "\(record.verdict.code ?? $0.code) \($0.httpStatus.map(String.init) ?? "---")" } ?? "not fetched"
         let next = state.unneededSince.map { "unneeded since \(Timestamp.string($0))" }
@@ -543,27 +541,22 @@ struct HostTable {
             .map(TerminalText.escaped)
         for (column, cell) in cells.enumerated() { widths[column] = max(widths[column], Self.width(cell)) }
         let mark = state.lastResult == nil ? "?" : record.verdict.associated.map { $0 ? "1" : "0" } ?? "-"
-        let line = ([mark] + cells).joined(separator: "\u{1F}") + "\n"
-        guard fputs(line, file) >= 0 else {
-            throw CommandFailure(code: "spool-error", message: "cannot write the table's temporary file: \(SystemReason.text(errno: errno))")
-        }
+        spool.append(Array((([mark] + cells).joined(separator: "\u{1F}") + "\n").utf8))
         rows += 1
     }
 
-    /// Prints the table (or that the store holds no host) and closes the temporary file.
+    /// Prints the table (or that the store holds no host); `spool-error` when its temporary file
+    /// failed (`TMPDIR`).
     func print(console: Console, emptyStore store: String) throws(CommandFailure) {
-        defer { fclose(file) }
         guard rows > 0 else {
             console.out("the store \(store) holds no host")
             return
         }
-        guard fflush(file) == 0, fseek(file, 0, SEEK_SET) == 0 else {
-            throw CommandFailure(code: "spool-error", message: "cannot read the table's temporary file: \(SystemReason.text(errno: errno))")
-        }
+        if let failure = spool.failure { throw CommandFailure(code: "spool-error", message: "\(failure) (TMPDIR)") }
         let renderer = HumanRenderer(console: console)
         // Two spaces between columns; the host column starts after the mark. The cells are
         // escaped already.
-        func line(_ cells: [String]) -> String {
+        func line(_ cells: ArraySlice<String>) -> String {
             var text = ""
             for (column, cell) in cells.enumerated() {
                 text += cell
@@ -571,19 +564,29 @@ struct HostTable {
             }
             return text
         }
-        console.out("  " + line(Self.header))
-        var buffer: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        defer { free(buffer) }
+        console.out("  " + line(Self.header[...]))
         var printed = 0
-        while getline(&buffer, &capacity, file) > 0, let buffer {
-            var fields = String(cString: buffer).dropLast().split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == Self.header.count + 1 else { break }
-            let mark = fields.removeFirst()
+        var pending: [UInt8] = []
+        func printRow(_ bytes: ArraySlice<UInt8>) {
+            let fields = String(decoding: bytes, as: UTF8.self).split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == Self.header.count + 1, let mark = fields.first else { return }
             // Never fetched: a plain `?`; fetched but not judged: the painted one.
             let shown = mark == "?" ? "?" : renderer.mark(mark == "1" ? true : mark == "0" ? false : nil)
-            console.out("\(shown) " + line(fields))
+            console.out("\(shown) " + line(fields.dropFirst()))
             printed += 1
+        }
+        do {
+            try spool.forEachChunk { chunk in
+                pending += chunk
+                var start = pending.startIndex
+                while let end = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                    printRow(pending[start..<end])
+                    start = end + 1
+                }
+                pending.removeSubrange(..<start)
+            }
+        } catch {
+            throw CommandFailure(code: "spool-error", message: "\(error) (TMPDIR)")
         }
         guard printed == rows else {
             throw CommandFailure(code: "spool-error", message: "the table's temporary file lost rows (\(printed) of \(rows) read back)")

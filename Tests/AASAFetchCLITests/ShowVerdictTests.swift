@@ -168,5 +168,20 @@ struct ShowVerdictTests {
             let status = try #require(row.range(of: "ok ---") ?? row.range(of: "ok "))
             #expect(status.lowerBound.utf16Offset(in: row) == column, "\(row)")
         }
+
+        // Both wait in a temporary file in TMPDIR: none there is spool-error, nothing printed.
+        for arguments in [["show"], ["show", "--json"]] {
+            let run = try ToolRunner.run(arguments, cache: cache.path, environment: ["TMPDIR": root.appendingPathComponent("missing").path])
+            #expect(run.status == 2 && run.stderr.contains("spool-error") && !run.stdout.contains("h0.bench.example"), "\(arguments): \(run.stderr)")
+        }
+        // A store that fails on a later page: the error document, not half a document.
+        do {
+            let store = try SQLiteAssociationStore(path: cache.appendingPathComponent(SQLiteAssociationStore.fileName).path, create: false)
+            try await store.executeForTesting("UPDATE hosts SET next_check = 'soon' WHERE host = 'h1100.bench.example'")
+        }
+        let broken = try ToolRunner.run(["show", "--json"], cache: cache.path)
+        #expect(broken.status == 2)
+        let document = try broken.json()
+        #expect((document["error"] as? [String: Any])?["code"] as? String == "store-corrupt", "\(broken.stdout)")
     }
 }

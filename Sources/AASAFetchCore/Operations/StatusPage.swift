@@ -32,7 +32,7 @@ public struct StatusPage: Sendable {
 
     private var rows: [Row] = []
     private var counts: [StoredVerdict.Status: Int] = [:]
-    private let spool = PageSpool()
+    private let spool = SpoolFile(for: "the page")
 
     /// Creates an empty page.
     public init(historyLimit: Int = 20, fileLimit: Int = 32 * 1024) {
@@ -49,7 +49,7 @@ public struct StatusPage: Sendable {
 
     /// Why the hosts' markup could not be kept (a temporary folder that is full or missing):
     /// the page cannot be written.
-    public var spoolFailure: PageSpool.Failure? { spool.failure }
+    public var spoolFailure: SpoolFile.Failure? { spool.failure }
 
     /// The number of hosts in a state.
     public func count(_ status: StoredVerdict.Status) -> Int { counts[status] ?? 0 }
@@ -84,7 +84,7 @@ public struct StatusPage: Sendable {
     }
 
     /// Writes the page to `emit`, piece by piece; hosts ordered by state (failing first), then
-    /// host and route. `version` is the tool's, named in the page. Throws ``PageSpool/Failure``
+    /// host and route. `version` is the tool's, named in the page. Throws ``SpoolFile/Failure``
     /// when the hosts' markup could not be kept or read back (a full temporary folder), or what
     /// `emit` throws.
     public func render(store location: String, generatedAt: Date, version: String, to emit: ([UInt8]) throws -> Void) throws {
@@ -581,76 +581,4 @@ public struct StatusPage: Sendable {
           document.documentElement.setAttribute("data-ready", "1");
         })();
         """
-}
-
-/// The temporary file where a ``StatusPage`` keeps each host's markup until the page is written:
-/// unlinked as soon as it is made, so it goes with the process. A failure to make it or write it
-/// is kept and thrown by the render.
-public final class PageSpool: @unchecked Sendable {
-    /// Why the markup could not be kept or read back.
-    public struct Failure: Error, CustomStringConvertible {
-        /// What failed, with the system's reason.
-        public var description: String
-    }
-
-    private let lock = NSLock()
-    private var descriptor: Int32 = -1
-    private var size = 0
-    var failure: Failure? { lock.withLock { storedFailure } }
-    private var storedFailure: Failure?
-
-    init() {}
-
-    deinit {
-        if descriptor >= 0 { close(descriptor) }
-    }
-
-    /// Appends `bytes`; returns where they start.
-    func append(_ bytes: [UInt8]) -> Int {
-        lock.withLock {
-            let offset = size
-            guard storedFailure == nil else { return offset }
-            if descriptor < 0 {
-                let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-                var template = Array("\(folder)/aasa-fetch-page.XXXXXX".utf8CString)
-                descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-                guard descriptor >= 0 else {
-                    storedFailure = Failure(description: "cannot create a temporary file in \(folder) for the page: \(SystemReason.text(errno: errno))")
-                    return offset
-                }
-                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-                template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-            }
-            var written = 0
-            while written < bytes.count {
-                let count = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + written, $0.count - written, off_t(offset + written)) }
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    storedFailure = Failure(description: "cannot write the page's temporary file: \(SystemReason.text(errno: errno))")
-                    return offset
-                }
-                written += count
-            }
-            size += bytes.count
-            return offset
-        }
-    }
-
-    /// The `count` bytes at `offset`.
-    func read(at offset: Int, count: Int) throws -> [UInt8] {
-        try lock.withLock {
-            if let storedFailure { throw storedFailure }
-            var bytes = [UInt8](repeating: 0, count: count)
-            var done = 0
-            while done < count {
-                let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset + done)) }
-                if got < 0, errno == EINTR { continue }
-                guard got > 0 else {
-                    throw Failure(description: "cannot read the page's temporary file back: \(got < 0 ? SystemReason.text(errno: errno) : "it ended early")")
-                }
-                done += got
-            }
-            return bytes
-        }
-    }
 }
