@@ -440,6 +440,23 @@ struct PostgresStoreTests {
         }
     }
 
+    /// A route the store does not know is store-corrupt naming the column, as on SQLite (it was
+    /// read as origin, and lost to `show HOST` and `export`).
+    @Test func anUnknownRouteIsCorrupt() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let store = try await PostgresAssociationStore.connect(url: server.url)
+        try await StoreContract.register(store, [("a.route.example", 0), ("b.route.example", 0)])
+        try await store.executeForTesting("UPDATE hosts SET route = 'weird' WHERE host = 'b.route.example'")
+        do {
+            _ = try await store.hosts(after: 0, limit: 10)
+            Issue.record("a page holding the bad row was read without an error")
+        } catch let error as StoreError {
+            #expect(error.code == "store-corrupt" && error.message.contains("the column route"), "\(error)")
+        }
+        #expect(try await store.states(of: [HostKey(host: "a.route.example")]).count == 1, "the other rows still read")
+    }
+
     @Test func parallelClaimersNeverGetTheSameHost() async throws {
         let server = try await PostgresServer.start()
         defer { server.stop() }

@@ -73,7 +73,9 @@ public protocol AssociationStore: Sendable {
     /// At most `limit` hosts added after the host at `cursor` (0: from the first), in order of
     /// addition, without bodies (``HostState/approvedBody`` is `nil`; ``HostState/approvedSize``
     /// tells whether there is one). Each page is read on its own: a host added while pages are
-    /// read comes in a later page, one forgotten is not in the pages after it.
+    /// read comes in a later page, one forgotten is not in the pages after it. (On SQLite a host
+    /// added right after the newest host was forgotten may take its position; a walk that had
+    /// passed it then misses the new host, which the next walk lists.)
     func hosts(after cursor: Int64, limit: Int) async throws -> HostPage
 
     /// The history of a host, oldest first; at most the last `limit` events.

@@ -25,7 +25,7 @@ extension PostgresAssociationStore {
                 FROM picked WHERE h.id = picked.id
                 RETURNING h.id, \(Self.columns(prefix: "h.", bodies: true))
                 """, [String(cursor), names, time, String(max(0, limit)), owner, until])
-            let rows = Self.states(from: claimed).sorted { $0.id < $1.id }
+            let rows = try Self.states(from: claimed).sorted { $0.id < $1.id }
             let others = try tx.execute("""
                 SELECT lease_owner, count(*) AS n, extract(epoch FROM min(lease_expires)) AS first_expiry FROM hosts
                 WHERE id > $1::bigint AND (($2::text[] IS NULL AND unneeded_since IS NULL) OR host = ANY($2::text[]))

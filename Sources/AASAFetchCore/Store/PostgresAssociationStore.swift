@@ -305,7 +305,7 @@ public struct PostgresAssociationStore: AssociationStore {
                 FROM picked WHERE h.id = picked.id
                 RETURNING h.id, \(Self.columns(prefix: "h.", bodies: true))
                 """, [time, String(max(0, limit)), owner, until])
-            let hosts = Self.states(from: claimed)
+            let hosts = try Self.states(from: claimed)
                 .sorted { ($0.state.tier, $0.state.nextCheck, $0.id) < ($1.state.tier, $1.state.nextCheck, $1.id) }
                 .map(\.state)
             let others = try tx.execute("""
@@ -442,7 +442,7 @@ public struct PostgresAssociationStore: AssociationStore {
         try await transaction { tx in
             let rows = try tx.execute("SELECT id, \(Self.columns(prefix: "", bodies: false)) FROM hosts WHERE id > $1::bigint ORDER BY id LIMIT $2::int",
                                       [String(cursor), String(max(1, limit))])
-            let states = Self.states(from: rows)
+            let states = try Self.states(from: rows)
             return HostPage(states: states.map(\.state), cursor: states.last?.id)
         }
     }
@@ -520,18 +520,24 @@ public struct PostgresAssociationStore: AssociationStore {
             JOIN unnest($1::text[], $2::text[]) AS k(host, route) ON hosts.host = k.host AND hosts.route = k.route
             """, [array(keys.map(\.host)), array(keys.map(\.route.rawValue))])
         var states: [HostKey: HostState] = [:]
-        for (_, state) in Self.states(from: rows) { states[state.key] = state }
+        for (_, state) in try Self.states(from: rows) { states[state.key] = state }
         return states
     }
 
-    static func states(from rows: PostgresRows) -> [(id: Int64, state: HostState)] {
-        (0..<rows.rows.count).map { row in
+    /// The states of rows that hold the host columns; `store-corrupt` for a route the store does
+    /// not know (read as origin, it was shown there and lost to `show HOST` and `export`).
+    static func states(from rows: PostgresRows) throws(StoreError) -> [(id: Int64, state: HostState)] {
+        try (0..<rows.rows.count).map { row throws(StoreError) in
             func text(_ column: String) -> String? { rows.value(row, column) }
             func int(_ column: String) -> Int? { text(column).flatMap { Int($0) } }
             func bytes(_ column: String) -> [UInt8]? {
                 text(column).flatMap { Data(base64Encoded: $0, options: .ignoreUnknownCharacters) }.map { [UInt8]($0) }
             }
-            let key = HostKey(host: text("host") ?? "", route: Route(rawValue: text("route") ?? "") ?? .origin)
+            let routeName = text("route") ?? ""
+            guard let route = Route(rawValue: routeName) else {
+                throw StoreError(code: "store-corrupt", message: "the column route of host \((text("host") ?? "").debugDescription) holds \(routeName.debugDescription) where origin or cdn belongs (a damaged or edited store); restore it from a backup")
+            }
+            let key = HostKey(host: text("host") ?? "", route: route)
             var last: StoredResult?
             if let code = text("last_code") {
                 let headers = StoredHeaders.decode(text("last_headers"))
