@@ -193,6 +193,7 @@ struct HostileInputTests {
             #expect(run.status == 1, "\(source): \(run.stderr)")
             let entries = try #require(try run.json()["entries"] as? [[String: Any]])
             #expect(entries.map { $0["code"] as? String } == ["entitlement-control-character"], "\(source): \(run.stdout)")
+            #expect(entries.map { $0["entry"] as? String } == ["webcredentials\u{0}evil:nul.example.com"], "shown whole: \(source)")
         }
         let app = work.appendingPathComponent("app.json")
         try Data(#"{"domain":["applinks:nul.example.com"],"app-id":["ABCDE12345.com.example.app\u0000evil"]}"#.utf8).write(to: app)

@@ -308,7 +308,7 @@ public final class RunSpool: Sendable {
                         let verdict = EntryVerdict(parsed: entry)
                         let findings = Self.encode(entry.findings)
                         try insertEntry.execute(arguments: [
-                            position, entry.raw, entry.service?.name, entry.domain, entry.host, entry.isWildcard,
+                            position, entry.raw.map { Data($0.utf8) }, entry.service?.name, entry.domain, entry.host, entry.isWildcard,
                             entry.mode?.rawValue, findings, verdict.associated, verdict.code, findings,
                             Self.ownFindings(verdict.findings), Self.entitlementWarnings(verdict.findings), line,
                         ])
@@ -471,7 +471,7 @@ public final class RunSpool: Sendable {
             while let row = try rows.next() {
                 let host: String = row[0]
                 byHost[host, default: []].append(AssociatedDomainEntry(
-                    index: row[1], raw: row[2], service: (row[3] as String?).map(Service.init(name:)), domain: row[4],
+                    index: row[1], raw: Self.text(row[2]), service: (row[3] as String?).map(Service.init(name:)), domain: row[4],
                     host: host, isWildcard: row[5], mode: (row[6] as String?).flatMap(AlternateMode.init(rawValue:))))
             }
             return byHost
@@ -740,12 +740,18 @@ public final class RunSpool: Sendable {
         return try Array(Row.fetchCursor(statement, arguments: [host]).map { try Self.verdict($0) })
     }
 
+    /// An entry as written, kept as bytes: a NUL in it (an entry error of its own) would end a
+    /// text value there, and the entry would be shown cut short.
+    private static func text(_ value: Data?) -> String? {
+        value.map { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// A verdict from a row of ``verdictColumns`` (read by position: a name is looked up by
     /// lowercasing column names).
     private static func verdict(_ row: Row) throws -> EntryVerdict {
         var entry = AssociatedDomainEntry(
             index: row[0],
-            raw: row[1],
+            raw: Self.text(row[1]),
             service: (row[2] as String?).map(Service.init(name:)),
             domain: row[3],
             host: row[4],
