@@ -519,6 +519,22 @@ struct PostgresStoreTests {
         }
     }
 
+    /// libpq quotes the URL, or the piece it could not read, in its message: the password never
+    /// reaches ours (`invalid percent-encoded token: "s3%"` showed it).
+    @Test func aURLsPasswordNeverReachesAMessage() async {
+        for url in ["postgres://u:s3cret@[bad/db", "postgres://u:s3cr%@h/db", "postgres://u@h/db?password=s3cr%zz"] {
+            do {
+                _ = try await PostgresAssociationStore.connect(url: url)
+                Issue.record("\(url) connected")
+            } catch let error as StoreError {
+                #expect(error.code == "store-bad-url", "\(error)")
+                #expect(!error.message.contains("s3cr"), "\(error.message)")
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+    }
+
     @Test func connectionFailuresHaveStableCodes() async throws {
         let server = try await PostgresServer.start(password: "right-secret")
         defer { server.stop() }

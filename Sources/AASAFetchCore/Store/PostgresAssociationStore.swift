@@ -138,7 +138,7 @@ public struct PostgresAssociationStore: AssociationStore {
             throw StoreError(code: "store-bad-url", message: "'\(location)' is not a PostgreSQL URL (postgres://user@host:port/database)")
         }
         if let problem = PostgresConnection.parseError(url) {
-            throw StoreError(code: "store-bad-url", message: "\(location): \(problem)")
+            throw StoreError(code: "store-bad-url", message: "\(location): \(scrubbed(problem, url: url))")
         }
         let connection: PostgresConnection
         do {
@@ -146,7 +146,7 @@ public struct PostgresAssociationStore: AssociationStore {
                 "connect_timeout": "10", "application_name": "aasa-fetch", "options": "-c lock_timeout=30s",
             ])
         } catch {
-            throw connectError(error.message, location: location)
+            throw connectError(scrubbed(error.message, url: url), location: location)
         }
         let store = PostgresAssociationStore(location: location, connection: connection)
         try await store.migrate(through: version)
@@ -613,6 +613,32 @@ public struct PostgresAssociationStore: AssociationStore {
                 pair.lowercased().hasPrefix("password=") ? "password=***" : String(pair)
             }
             text = String(text[...query]) + parameters.joined(separator: "&")
+        }
+        return text
+    }
+
+    /// libpq's `message` about `url` without the URL's secrets: libpq quotes the URL, or the
+    /// piece it could not read ("invalid percent-encoded token: "s3%""), password and all.
+    static func scrubbed(_ message: String, url: String) -> String {
+        var text = message.replacingOccurrences(of: url, with: redacted(url))
+        var secrets: [String] = []
+        if let scheme = url.range(of: "://") {
+            let rest = url[scheme.upperBound...]
+            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+            if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
+                secrets.append(String(rest[rest.index(after: colon)..<at]))
+            }
+        }
+        if let query = url.firstIndex(of: "?") {
+            for pair in url[url.index(after: query)...].split(separator: "&") where pair.lowercased().hasPrefix("password=") {
+                secrets.append(String(pair.dropFirst("password=".count)))
+            }
+        }
+        for secret in secrets where !secret.isEmpty && secret != "***" {
+            text = text.replacingOccurrences(of: secret, with: "***")
+            if let decoded = secret.removingPercentEncoding, !decoded.isEmpty, decoded != secret {
+                text = text.replacingOccurrences(of: decoded, with: "***")
+            }
         }
         return text
     }
