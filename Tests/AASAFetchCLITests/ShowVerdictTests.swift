@@ -12,12 +12,11 @@ struct ShowVerdictTests {
     static let listsApp = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/*"}]}]}}"#
     static let listsOther = #"{"applinks":{"details":[{"appIDs":["ZYXWV98765.com.example.other"],"components":[{"/":"/*"}]}]},"webcredentials":{"apps":["ABCDE12345.com.example.app"]}}"#
 
-    @Test func showGivesTheVerdictFetchGave() async throws {
+    /// nginx on 127.0.0.1 serving each host's file from `root/sites` under `*.show.test`, and the
+    /// network options that reach it.
+    static func serve(_ files: [(host: String, body: String)], in root: URL) async throws -> (NginxServer, [String]) {
         let ca = try TestCA.shared()
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-show-verdict-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: root) }
-        let cache = root.appendingPathComponent("cache").path
-        for (host, body) in [("good.show.test", Self.listsApp), ("other.show.test", Self.listsOther)] {
+        for (host, body) in files {
             let file = root.appendingPathComponent("sites/\(host)/.well-known/apple-app-site-association")
             try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(body.utf8).write(to: file)
@@ -27,8 +26,15 @@ struct ShowVerdictTests {
                              documentRoot: root.appendingPathComponent("sites").path + "/$host",
                              directives: ["location ~ apple-app-site-association$ { default_type application/json; }"]),
         ], http2: false)
+        return (nginx, ["--cacert", ca.caCertPath, "--connect-to", nginx.connectTo, "--allow-private", "--retry-delays", ""])
+    }
+
+    @Test func showGivesTheVerdictFetchGave() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-show-verdict-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cache = root.appendingPathComponent("cache").path
+        let (nginx, network) = try await Self.serve([("good.show.test", Self.listsApp), ("other.show.test", Self.listsOther)], in: root)
         defer { nginx.stop() }
-        let network = ["--cacert", ca.caCertPath, "--connect-to", nginx.connectTo, "--allow-private", "--retry-delays", ""]
 
         let fetch = try ToolRunner.run(network + ["--domain", "applinks:good.show.test", "--domain", "applinks:other.show.test",
                                                   "--app-id", Self.app, "--quiet", "--json"], cache: cache)
@@ -85,20 +91,11 @@ struct ShowVerdictTests {
     /// the store records it as written, so `show`, `refresh` and the status page say what the run
     /// said (they called the host fine: the need was recorded under its Punycode form).
     @Test func anEntryThatFailsOnItsOwnFailsInTheStoreToo() async throws {
-        let ca = try TestCA.shared()
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-show-idn-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         let cache = root.appendingPathComponent("cache").path
-        let file = root.appendingPathComponent("sites/xn--bcher-kva.show.test/.well-known/apple-app-site-association")
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(Self.listsApp.utf8).write(to: file)
-        let nginx = try await NginxServer.start(hosts: [
-            NginxVirtualHost(certificate: try ca.leaf(for: ["*.show.test"]), serverNames: ["*.show.test"],
-                             documentRoot: root.appendingPathComponent("sites").path + "/$host",
-                             directives: ["location ~ apple-app-site-association$ { default_type application/json; }"]),
-        ], http2: false)
+        let (nginx, network) = try await Self.serve([("xn--bcher-kva.show.test", Self.listsApp)], in: root)
         defer { nginx.stop() }
-        let network = ["--cacert", ca.caCertPath, "--connect-to", nginx.connectTo, "--allow-private", "--retry-delays", ""]
         let fetch = try ToolRunner.run(network + ["--domain", "applinks:bücher.show.test", "--app-id", Self.app, "--quiet", "--json"], cache: cache)
         #expect(fetch.status == 1)
         #expect(try fetch.json().domain("xn--bcher-kva.show.test")?["code"] as? String == "entitlement-not-punycode")
