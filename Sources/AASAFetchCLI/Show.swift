@@ -508,7 +508,7 @@ struct ShowJSONStream {
         do {
             if let failure = spool.failure { throw failure }
             console.beginDocument()
-            try spool.forEachChunk { console.outJSONFragment(String(decoding: $0, as: UTF8.self)) }
+            try spool.forEachText { console.outJSONFragment($0) }
         } catch {
             throw CommandFailure(code: "spool-error", message: "\(error) (TMPDIR)")
         }

@@ -32,6 +32,20 @@ struct OperationsOutputTests {
         #expect(families[1].samples.first?.labels.isEmpty == true)
     }
 
+    /// A spool read back as text in pieces never cuts a character: every piece size gives the
+    /// text written (a piece that ended inside "—" decoded as U+FFFD).
+    @Test func aSpoolReadAsTextKeepsEveryCharacter() throws {
+        let text = "ok — bücher.example 例子 🚀 \"…\"\n" + String(repeating: "é", count: 100)
+        let spool = SpoolFile(for: "a test")
+        spool.append(Array(text.utf8))
+        for size in 1...9 {
+            var pieces: [String] = []
+            try spool.forEachText(size) { pieces.append($0) }
+            #expect(pieces.joined() == text, "pieces of \(size) bytes")
+            #expect(!pieces.contains { $0.contains("\u{FFFD}") })
+        }
+    }
+
     /// Times are written in the proleptic Gregorian calendar (`1500-01-01` was `1499-12-23`, read
     /// in the Julian one), and outside the years 0001 to 9999 as the nearest end of that range.
     @Test func timestampsAreProlepticGregorianAndBounded() {

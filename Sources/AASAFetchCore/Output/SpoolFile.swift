@@ -82,6 +82,23 @@ public final class SpoolFile: @unchecked Sendable {
         }
     }
 
+    /// Everything written, in order, as text about `chunk` bytes at a time: each piece ends on a
+    /// character's boundary (a piece cut inside a UTF-8 sequence would decode as U+FFFD).
+    public func forEachText(_ chunk: Int = 1 << 16, _ body: (String) throws -> Void) throws {
+        var carry: [UInt8] = []
+        try forEachChunk(chunk) { bytes in
+            carry += bytes
+            // The last byte that starts a character (not 10xxxxxx): what comes before it is whole.
+            var end = carry.endIndex
+            while end > carry.startIndex, carry[end - 1] & 0xC0 == 0x80 { end -= 1 }
+            if end > carry.startIndex, carry[end - 1] >= 0xC0 { end -= 1 }
+            guard end > carry.startIndex else { return }
+            try body(String(decoding: carry[..<end], as: UTF8.self))
+            carry.removeSubrange(..<end)
+        }
+        if !carry.isEmpty { try body(String(decoding: carry, as: UTF8.self)) }
+    }
+
     /// Everything written, in order, `chunk` bytes at a time.
     public func forEachChunk(_ chunk: Int = 1 << 16, _ body: ([UInt8]) throws -> Void) throws {
         if let failure { throw failure }
