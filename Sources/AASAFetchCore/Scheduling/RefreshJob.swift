@@ -38,8 +38,8 @@ public struct RefreshedHost: Sendable, Encodable {
     mutating func judge(_ result: HostFetchResult, needs: [EntryNeed]) {
         // An entry recorded with its error fails whatever the file says and whether an app ID is
         // known (``StoredVerdict``).
-        let parser = EntryParser()
-        if let error = Set(needs.map(\.entry)).sorted().lazy.compactMap({ parser.parse($0, index: 0).findings.first { $0.severity == .error } }).first {
+        let errors = StoredVerdict.entryErrors(of: needs)
+        if let error = errors.keys.sorted().first.flatMap({ errors[$0] }) {
             associated = false
             // A failed download's own code comes first, as `show` gives it.
             if outcome == .approved || outcome == .notModified { notListed = error }

@@ -83,11 +83,7 @@ public struct StoredVerdict: Sendable {
         // An entry recorded with its error (`applinks:bücher.example`, fetched under its Punycode
         // name) fails whatever the file says and whether an app ID is known, as the run that
         // recorded it said.
-        let entryParser = EntryParser()
-        var entryErrors: [String: Finding] = [:]
-        for entry in Set(needs.map(\.entry)) {
-            entryErrors[entry] = entryParser.parse(entry, index: 0).findings.first { $0.severity == .error }
-        }
+        let entryErrors = Self.entryErrors(of: needs)
         associations = needs.map { need in
             let appID = need.appID.isEmpty ? nil : need.appID
             if let error = entryErrors[need.entry] {
@@ -218,5 +214,18 @@ public struct StoredVerdict: Sendable {
         func perform(_ request: TransferRequest) async throws(TransferFailure) -> TransferResponse {
             throw TransferFailure(kind: .invalidRequest, message: "no network while judging the store")
         }
+    }
+}
+
+extension StoredVerdict {
+    /// The error of each recorded entry that fails on its own (parsed again: `applinks:bücher.example`
+    /// is recorded as written), by entry; the one place the store's readers decide it.
+    static func entryErrors(of needs: [EntryNeed]) -> [String: Finding] {
+        let parser = EntryParser()
+        var errors: [String: Finding] = [:]
+        for entry in Set(needs.map(\.entry)) {
+            errors[entry] = parser.parse(entry, index: 0).findings.first { $0.severity == .error }
+        }
+        return errors
     }
 }
