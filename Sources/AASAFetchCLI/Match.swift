@@ -179,6 +179,9 @@ extension AASAFetchCommand {
             }
             let plan = FetchPlan(entries: entries, prioritizer: DomainPrioritizer(region: input.effectiveRegion))
             // The store's approved files are used when present; only the missing ones are downloaded (and recorded).
+            // A stored file over this run's `--max-size` is not used: it is downloaded again, and
+            // judged by that limit, as `fetch` would.
+            let options = try network.fetchOptions()
             var files: [String: CompiledAssociation] = [:]
             var fileApps: [String] = []
             var missing = plan.fetches
@@ -189,7 +192,8 @@ extension AASAFetchCommand {
                 stored = (database, previous)
                 missing = []
                 for fetch in plan.fetches {
-                    if let document = previous[HostKey(host: fetch.host, route: fetch.route)]?.approvedDocument {
+                    if let state = previous[HostKey(host: fetch.host, route: fetch.route)], (state.approvedSize ?? 0) <= options.maxSize,
+                       let document = state.approvedDocument {
                         files[fetch.host] = CompiledAssociation(document: document)
                         for app in document.appIDs(for: .applinks) where !fileApps.contains(app) { fileApps.append(app) }
                     } else {
@@ -197,7 +201,6 @@ extension AASAFetchCommand {
                     }
                 }
             }
-            let options = try network.fetchOptions()
             var results: [HostFetchResult] = []
             if !missing.isEmpty {
                 let client = CurlClient(maxConnections: options.concurrency, threads: options.threads)

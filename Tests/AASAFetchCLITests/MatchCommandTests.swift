@@ -327,5 +327,13 @@ struct MatchEntitlementsStoreTests {
         let second = try ToolRunner.run(["match", "https://example.com/buy/2", "--entitlements", entitlements.path] + network, cache: cache.path)
         #expect(second.status == 0, "\(second.stdout)\n\(second.stderr.prefix(2000))")
         #expect(nginx.requests().count == logged, "the stored approved file was used")
+
+        // A stored file over this run's --max-size is not used: it is downloaded again and judged
+        // by that limit, as fetch would. Regression: the stored file answered, over any limit.
+        let limited = try ToolRunner.run(["match", "https://example.com/buy/3", "--entitlements", entitlements.path, "--max-size", "64"] + network,
+                                         cache: cache.path)
+        #expect(limited.status == 1, "\(limited.stdout)\n\(limited.stderr.prefix(2000))")
+        #expect(limited.stdout.hasPrefix("no_match "), "\(limited.stdout)")
+        #expect(nginx.requests().count > logged, "the file was downloaded again")
     }
 }
