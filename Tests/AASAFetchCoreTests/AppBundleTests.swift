@@ -146,6 +146,17 @@ struct AppBundleTests {
         let differing = try AppInspector.inspect(bytes: F.universal([(.arm64, arm), (.x86_64, other)], wide: wide), path: "Demo")
         #expect(differing.findings.map(\.code) == ["signature-slices-differ"])
 
+        // The same entitlements with a NaN <real> in both slices are the same entitlements.
+        // Regression: IEEE comparison made them `signature-slices-differ`.
+        var withNaN = F.entitlements()
+        withNaN["x-ratio"] = .real(.nan)
+        let nanSlice = F.machO(signature: F.superBlob(xml: F.xmlPlist(withNaN), der: nil))
+        let nanBoth = try AppInspector.inspect(bytes: F.universal([(.arm64, nanSlice), (.x86_64, nanSlice)], wide: wide), path: "Demo")
+        #expect(nanBoth.findings.map(\.code) == [], "\(nanBoth.findings)")
+        #expect(PlistValue.real(.nan) == .real(-.nan) && Set([PlistValue.real(.nan), .real(.nan)]).count == 1)
+        #expect(PlistValue.real(0) == .real(-0.0) && Set([PlistValue.real(0), .real(-0.0)]).count == 1)
+        #expect(PlistValue.real(.nan) != .real(1) && PlistValue.integer(1) != .unsigned(1))
+
         let halfSigned = try AppInspector.inspect(bytes: F.universal([(.arm64, arm), (.x86_64, F.machO(signature: nil))]), path: "Demo")
         #expect(halfSigned.findings.map(\.code) == ["macho-slice-unsigned"])
     }

@@ -14,6 +14,42 @@ public indirect enum PlistValue: Sendable, Hashable, Encodable, CustomStringConv
     case array([PlistValue])
     case dictionary([String: PlistValue])
 
+    /// Equal values: as stored, except that every NaN `<real>` equals every other (the same
+    /// entitlements signed into two slices of a universal binary compare equal even when a value
+    /// is NaN, where IEEE comparison would call them different).
+    public static func == (lhs: PlistValue, rhs: PlistValue) -> Bool {
+        switch (lhs, rhs) {
+        case let (.string(a), .string(b)): a == b
+        case let (.bool(a), .bool(b)): a == b
+        case let (.integer(a), .integer(b)): a == b
+        case let (.unsigned(a), .unsigned(b)): a == b
+        case let (.real(a), .real(b)): a == b || (a.isNaN && b.isNaN)
+        case let (.date(a), .date(b)): a == b || (a.timeIntervalSinceReferenceDate.isNaN && b.timeIntervalSinceReferenceDate.isNaN)
+        case let (.data(a), .data(b)): a == b
+        case let (.array(a), .array(b)): a == b
+        case let (.dictionary(a), .dictionary(b)): a == b
+        default: false
+        }
+    }
+
+    /// Hashes consistently with ``==(_:_:)`` (one hash for every NaN).
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .string(let value): hasher.combine(0); hasher.combine(value)
+        case .bool(let value): hasher.combine(1); hasher.combine(value)
+        case .integer(let value): hasher.combine(2); hasher.combine(value)
+        case .unsigned(let value): hasher.combine(3); hasher.combine(value)
+        case .real(let value): hasher.combine(4); hasher.combine(value.isNaN ? Double.infinity : value)
+        case .date(let value):
+            hasher.combine(5)
+            let seconds = value.timeIntervalSinceReferenceDate
+            hasher.combine(seconds.isNaN ? Double.infinity : seconds)
+        case .data(let value): hasher.combine(6); hasher.combine(value)
+        case .array(let value): hasher.combine(7); hasher.combine(value)
+        case .dictionary(let value): hasher.combine(8); hasher.combine(value)
+        }
+    }
+
     /// Converts what `PropertyListSerialization` returns; `nil` for anything else (or for a graph
     /// over ``PropertyListReader/Limits/standard``).
     public init?(foundation value: Any) {
