@@ -486,7 +486,7 @@ extension AASAFetchCommand {
 struct ShowJSONStream {
     private let writer = ReportJSONWriter(style: .pretty)
     private let spool = SpoolFile(for: "the JSON document")
-    private var hosts = 0
+    private var hosts = JSONArrayPieces()
 
     /// Starts the document (its head and the `hosts` array).
     init(store: String, now: Date) {
@@ -497,14 +497,13 @@ struct ShowJSONStream {
 
     /// Adds one host.
     mutating func host(_ host: ShowReport.Host) throws {
-        spool.append(Array(((hosts == 0 ? "\n    " : ",\n    ") + (try writer.string(host, depth: 2))).utf8))
-        hosts += 1
+        spool.append(Array(hosts.element(try writer.string(host, depth: 2)).utf8))
     }
 
     /// Ends the document and writes it to standard output (`spool-error` when its temporary file
     /// failed: `TMPDIR`).
     func finish(console: Console) throws(CommandFailure) {
-        spool.append(Array((hosts == 0 ? "]\n}\n" : "\n  ]\n}\n").utf8))
+        spool.append(Array((hosts.close + "\n}\n").utf8))
         do {
             if let failure = spool.failure { throw failure }
             console.beginDocument()

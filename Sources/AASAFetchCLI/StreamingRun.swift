@@ -420,13 +420,30 @@ extension CommandFailure {
     }
 }
 
+/// The pieces of a pretty-printed JSON array that is a member of the top-level object (elements
+/// at nesting level 2), written one element at a time: what `JSONOutput` writes for the whole
+/// array, byte for byte. Shared by the streamed documents of `fetch` and `show`.
+struct JSONArrayPieces {
+    /// Elements written so far.
+    private(set) var count = 0
+
+    /// The text that adds an element (the pretty JSON of a value at depth 2).
+    mutating func element(_ text: String) -> String {
+        defer { count += 1 }
+        return (count == 0 ? "\n    " : ",\n    ") + text
+    }
+
+    /// The text that closes the array after its opening `[`: `]` when it is empty.
+    var close: String { count == 0 ? "]" : "\n  ]" }
+}
+
 /// Writes ``RunReport``'s JSON document piece by piece, byte for byte what
 /// ``JSONOutput/string(_:)`` writes for the whole report: the head (schema version, app IDs,
 /// region, findings) first, each domain as it is judged, then the entries and the summary.
 struct JSONStreamWriter {
     private let write: (String) -> Void
     private let started: () -> Void
-    private var domains = 0
+    private var domains = JSONArrayPieces()
     private let writer = ReportJSONWriter(style: .pretty)
 
     /// A writer to standard output.
@@ -459,27 +476,20 @@ struct JSONStreamWriter {
     }
 
     mutating func domain(_ domain: DomainReport) throws {
-        let text = try encoded(domain, depth: 2)
-        write((domains == 0 ? "\n    " : ",\n    ") + text)
-        domains += 1
+        write(domains.element(try encoded(domain, depth: 2)))
     }
 
     /// Ends the document: the `entries` array (`entryCount` verdicts, handed over one at a time by
     /// `entries`) and the summary.
     func finish(entryCount: Int, entries: (_ body: (EntryVerdict) throws -> Void) throws -> Void, summary: RunSummary) throws {
-        write(domains == 0 ? "],\n" : "\n  ],\n")
+        write(domains.close + ",\n")
         // One entry at a time: encoding the whole array at once would hold its text N times over.
-        if entryCount == 0 {
-            write("  \"entries\": [],\n")
-        } else {
-            write("  \"entries\": [")
-            var written = 0
-            try entries { entry in
-                write((written == 0 ? "\n    " : ",\n    ") + (try encoded(entry, depth: 2)))
-                written += 1
-            }
-            write("\n  ],\n")
+        write("  \"entries\": [")
+        var written = JSONArrayPieces()
+        if entryCount > 0 {
+            try entries { entry in write(written.element(try encoded(entry, depth: 2))) }
         }
+        write(written.close + ",\n")
         write("  \"summary\": \(try encoded(summary, depth: 1))\n}\n")
     }
 }
