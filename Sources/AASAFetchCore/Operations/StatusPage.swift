@@ -72,14 +72,10 @@ public struct StatusPage: Sendable {
     }
 
     /// The whole page as one string (tests and small pages; ``render(store:generatedAt:version:to:)``
-    /// writes it piece by piece); empty when its temporary file failed.
-    public func render(store location: String, generatedAt: Date, version: String) -> String {
+    /// writes it piece by piece). Throws ``SpoolFile/Failure`` when its temporary file failed.
+    public func render(store location: String, generatedAt: Date, version: String) throws -> String {
         var bytes: [UInt8] = []
-        do {
-            try render(store: location, generatedAt: generatedAt, version: version) { bytes += $0 }
-        } catch {
-            return ""
-        }
+        try render(store: location, generatedAt: generatedAt, version: version) { bytes += $0 }
         return String(decoding: bytes, as: UTF8.self)
     }
 

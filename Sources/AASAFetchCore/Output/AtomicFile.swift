@@ -68,10 +68,14 @@ public enum AtomicFile {
                 written += count
             }
         }
-        // Pieces gathered to 64 KiB a write.
+        // Pieces gathered to 64 KiB a write; a piece that large on its own is written as it is.
         var pending: [UInt8] = []
         do {
             try produce { bytes in
+                if pending.isEmpty && bytes.count >= 1 << 16 {
+                    try writeAll(bytes)
+                    return
+                }
                 pending += bytes
                 if pending.count >= 1 << 16 {
                     try writeAll(pending)
