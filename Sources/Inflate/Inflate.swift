@@ -43,7 +43,11 @@ public enum Inflate {
         defer { inflateEnd(stream) }
 
         var output: [UInt8] = []
-        output.reserveCapacity(min(max(expectedSize, 0), limit, 64 << 20))
+        // Room for the whole output at once (growing by doubling would hold the old and the new
+        // buffer together: 384 MB at the step from 128 to 256 MB), but never more than the input
+        // can expand to (DEFLATE's best ratio is 1,032 to 1), so a size a hostile header claims
+        // reserves nothing large.
+        output.reserveCapacity(min(max(expectedSize, 0), limit, input.count * 1032 + 1024))
         let chunkSize = 64 * 1024
         var chunk = [UInt8](repeating: 0, count: chunkSize)
         let result: Result<Void, Failure> = input.withUnsafeBufferPointer { inputBuffer in
