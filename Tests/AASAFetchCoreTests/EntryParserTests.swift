@@ -34,6 +34,7 @@ struct EntryParserTests {
         ("applinks:example.com:", "entitlement-port"),
         ("https://example.com", "entitlement-scheme"),
         ("example.com:443", "entitlement-missing-service"),
+        ("localhost:8080", "entitlement-missing-service"),
         ("webcredentials:192.168.1.20:8443", "entitlement-ip-address"),
         ("appclips:*.example.com", "entitlement-wildcard-appclips"),
         ("applinks:www.*.example.com", "entitlement-wildcard-position"),
@@ -159,6 +160,16 @@ struct EntryParserTests {
         #expect(entry.host == "xn--fhqz97e.example.xn--fiqs8s")
         let fix = try #require(entry.findings.first { $0.code == "entitlement-not-punycode" }?.fix)
         #expect(fix.contains("applinks:xn--fhqz97e.example.xn--fiqs8s"))
+    }
+
+    /// A label with `--` in its third and fourth place that is not Punycode names a host as it
+    /// is. Regression: `entitlement-invalid-host` (libidn2's `IDN2_2HYPHEN`), never fetched.
+    @Test func doubleHyphenLabelsThatAreNotPunycodeAreFetched() {
+        for text in ["applinks:r3---sn-abc.googlevideo.com", "applinks:*.ab--cd.example.com", "webcredentials:ab--cd.example.com"] {
+            let entry = parse(text)
+            #expect(entry.findings.isEmpty, "\(text): \(entry.findings)")
+            #expect(entry.isFetchable && entry.host?.contains("--") == true, "\(text)")
+        }
     }
 
     @Test func wildcardFetchesTheParent() {

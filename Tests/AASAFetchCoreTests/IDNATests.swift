@@ -36,8 +36,9 @@ struct IDNATests {
     }
 
     /// Plain ASCII names skip libidn2: every name the shortcut takes gets libidn2's answer, and
-    /// the names it leaves to libidn2 (hyphens in the wrong place, `xn--` and other `??--`
-    /// labels, empty or overlong labels, other bytes) are the ones where the answer could differ.
+    /// the names it leaves to libidn2 (hyphens in the wrong place, `xn--` labels, empty or
+    /// overlong labels, other bytes) are the ones where the answer could differ. A `??--` label
+    /// that is not `xn--` is the one exception, below.
     @Test func plainASCIINamesGetLibidn2sAnswerWithoutIt() throws {
         let long = String(repeating: "a", count: 63)
         let taken = ["example.com", "EXAMPLE.Com", "a", "h1.bench.test", "a-b.c-d.e", "0.1.2.3", "a--b.test", "ab-c.test",
@@ -47,11 +48,26 @@ struct IDNATests {
             #expect(plain == (try IDNA.toASCIIThroughLibidn2(host)), "\(host)")
             #expect(try IDNA.toASCII(host) == plain)
         }
-        let left = ["", ".", "a.", ".a", "a..b", "-a.test", "a-.test", "ab--c.test", "xn--bcher-kva.example", "XN--bcher-kva.example",
+        let left = ["", ".", "a.", ".a", "a..b", "-a.test", "a-.test", "xn--bcher-kva.example", "XN--bcher-kva.example", "a.Xn--c.test",
                     "a\(long).test", ([String](repeating: String(repeating: "b", count: 50), count: 5)).joined(separator: "."),
                     "a_b.test", "a b", "bücher.example", "example．com", "a*.test", "bad\u{0}host"]
         for host in left {
             #expect(IDNA.plainASCII(host) == nil, "\(host)")
         }
+    }
+
+    /// A label with hyphens in its third and fourth place that is not Punycode is a valid host
+    /// name (`r3---sn-abc.googlevideo.com` is in DNS): taken as it is, where libidn2's IDNA2008
+    /// check refuses it (`IDN2_2HYPHEN`). Regression: such an entry was `entitlement-invalid-host`
+    /// and never fetched.
+    @Test func labelsWithDoubleHyphensThatAreNotPunycodeAreHostNames() throws {
+        for (host, ascii) in [("ab--cd.example.com", "ab--cd.example.com"), ("R3---SN-abc.googlevideo.com", "r3---sn-abc.googlevideo.com"),
+                              ("a.xa--b.test", "a.xa--b.test"), ("nx--a.test", "nx--a.test")] {
+            #expect(try IDNA.toASCII(host) == ascii)
+            #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCIIThroughLibidn2(host) }
+        }
+        // Punycode labels are still checked.
+        #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCII("xn--zz.example") }
+        #expect(try IDNA.toASCII("XN--bcher-kva.example") == "xn--bcher-kva.example")
     }
 }
