@@ -166,6 +166,12 @@ extension AASAFetchCommand {
             Console.standard.err(warning)
         }
         let console = console(for: arguments)
+        if let repeated = OptionSources.repeatedInputOption(in: arguments) {
+            exit(reporting: CommandFailure(
+                code: "usage",
+                message: "\(repeated.option) is given \(repeated.values.count) times (\(repeated.values.map { "'\($0)'" }.joined(separator: ", "))); it takes one \(repeated.what): only the last would be read",
+                status: ExitStatus.usage), console: console)
+        }
         do {
             var command = parsed
             if var asyncCommand = command as? any AsyncParsableCommand {

@@ -230,6 +230,31 @@ public enum OptionSources {
         return chosen
     }
 
+    /// Input options that take one value, each naming what it reads: ArgumentParser keeps the last
+    /// of several, so a second `--domains` dropped the first list without a word.
+    static let singleInputs: [String: String] = ["entitlements": "file", "app": "app", "domains": "file"]
+
+    /// The first input option of ``singleInputs`` that `arguments` (the whole command line, the
+    /// options of the environment and the config file added, which add at most one value of an
+    /// option the command line does not give) gives more than once, with its values.
+    static func repeatedInputOption(in arguments: [String], root: any ParsableCommand.Type = AASAFetchCommand.self) -> (option: String, what: String, values: [String])? {
+        let beforeTerminator = arguments.prefix { $0 != "--" }
+        // The common case: no option is given twice, found without describing the command.
+        let spelled = beforeTerminator.compactMap { token -> String? in
+            guard token.hasPrefix("--") else { return nil }
+            let name = String(token.dropFirst(2).prefix { $0 != "=" })
+            return singleInputs[name] != nil ? name : nil
+        }
+        guard Set(spelled).count < spelled.count else { return nil }
+        let (command, consumed) = selectedCommand(arguments, root: root)
+        let given = OptionSpec.givenValues(in: Array(arguments.dropFirst(consumed)), of: OptionSpec.arguments(of: command))
+        for (name, what) in singleInputs.sorted(by: { $0.key < $1.key }) {
+            let values = given.filter { $0.key == name }.map { $0.value ?? "" }
+            if values.count > 1 { return ("--" + name, what, values) }
+        }
+        return nil
+    }
+
     /// The most values a repeatable option takes from a config file or a variable: each becomes
     /// an argument, and the parser's time grows with the square of their number (8,000 config
     /// entries took 51 s in a debug build); `--domains FILE` reads any number.

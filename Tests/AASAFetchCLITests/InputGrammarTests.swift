@@ -88,6 +88,25 @@ struct InputGrammarTests {
         }
     }
 
+    /// A second `--domains`, `--entitlements` or `--app` is a usage error in every command that
+    /// reads inputs, on the command line and with a config file's value beside it (which the
+    /// command line's overrides). Regression: the parser kept the last one, so a failing list
+    /// given first was never read and the run exited 0.
+    @Test(arguments: inputCommands.map(\.name))
+    func aRepeatedSingleInputIsAUsageError(_ name: String) throws {
+        let prefix = try #require(Self.inputCommands.first { $0.name == name }?.prefix)
+        for (option, extra) in [("--domains", ["--domain", "x.example"]), ("--entitlements", []), ("--app", [])] {
+            let arguments = prefix + [option, "first", "\(option)=second"] + extra + ["--json", "--no-config"]
+            let run = try ToolRunner.run(arguments, cache: nil)
+            #expect(run.status == 64, "\(arguments): \(run.stdout) \(run.stderr)")
+            let error = try #require(try run.json()["error"] as? [String: Any], "\(arguments)")
+            #expect(error["code"] as? String == "usage")
+            #expect((error["message"] as? String)?.contains("\(option) is given 2 times ('first', 'second')") == true, "\(error)")
+        }
+        #expect(OptionSources.repeatedInputOption(in: prefix + ["--domains", "a", "--domain", "x", "--app-id", "A.b"]) == nil)
+        #expect(OptionSources.repeatedInputOption(in: prefix + ["--domains", "a", "--", "--domains"]) == nil)
+    }
+
     /// `load()` is the one reader: a bare `--domain` host is `applinks:HOST` with a note, and the
     /// app ID defaults to the entitlements' `application-identifier` (else `--app-id` wins).
     @Test func loadReadsBareHostsAndTheDefaultAppID() throws {
@@ -114,6 +133,14 @@ struct InputGrammarTests {
         #expect(InputOptions.entry(fromDomainOption: "webcredentials:example.com").entry == "webcredentials:example.com")
         let port = try Self.input(["plan", "--domain", "www.example.com:8080"]).load()
         #expect(port.entries.first?.errorCode == "entitlement-port" && port.entries.first?.isFetchable == false)
+        // So is a one-label name with a port, which is not a service: `localhost:8080` reported
+        // an unknown service `localhost` naming "the IP address 8080".
+        #expect(InputOptions.entry(fromDomainOption: "localhost:8080").entry == "applinks:localhost:8080")
+        #expect(InputOptions.entryString(fromLine: "intranet:8443") == "applinks:intranet:8443")
+        #expect(InputOptions.entry(fromDomainOption: "webcredentials:8080").entry == "webcredentials:8080")
+        let single = try Self.input(["plan", "--domain", "localhost:8080"]).load()
+        #expect(single.entries.first?.errorCode == "entitlement-port", "\(single.entries.first?.findings ?? [])")
+        #expect(single.entries.first?.findings.map(\.code).contains("entitlement-unknown-service") == false)
         let url = try Self.input(["plan", "--domain", "https://www.example.com/"]).load()
         #expect(url.entries.first?.errorCode == "entitlement-scheme")
     }

@@ -330,11 +330,19 @@ public struct EntryParser: Sendable {
 
     /// The colon that ends an entry's service prefix, or `nil` when the text has none: text before
     /// the first colon that holds a dot, a slash or a bracket is a host (`www.example.com:8080`,
-    /// `[::1]:443`), not a service. The CLI reads `--domain` values and list lines the same way.
+    /// `[::1]:443`), not a service; so is a name that is not a documented service when only digits
+    /// follow the colon (`localhost:8080`, a host and its port). The CLI reads `--domain` values
+    /// and list lines the same way.
     public static func serviceColon(in text: String) -> String.Index? {
         guard let colon = EntryText.firstIndex(of: ":", in: text) else { return nil }
         let prefix = text[..<colon].utf8
-        return prefix.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "[") }) ? nil : colon
+        if prefix.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "[") }) { return nil }
+        let rest = text[text.index(after: colon)...].utf8
+        if !rest.isEmpty, rest.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+           !Service.known.contains(where: { $0.name == String(text[..<colon]).lowercased() }) {
+            return nil
+        }
+        return colon
     }
 
     /// The host a URL names: after the scheme and its slashes, before a path, query, fragment or
