@@ -553,7 +553,15 @@ final class Transfer {
         default:
             break
         }
-        return TransferFailure(kind: kind, curlCode: Int(code.rawValue), message: text, tlsVerifyResult: verifyResult)
+        var failure = TransferFailure(kind: kind, curlCode: Int(code.rawValue), message: text, tlsVerifyResult: verifyResult)
+        if headersEnded, lastStatus > 0 {
+            // A whole header block came before the failure (a 200 whose body was too large,
+            // stalled or cut): its status and headers are known, and said.
+            var response = makeResponse()
+            response.body = []
+            failure.response = response
+        }
+        return failure
     }
 
     /// Whether a failure with this curl code can come from a descriptor shortage outside our

@@ -61,13 +61,17 @@ public struct TransferFailure: Error, Sendable, Hashable, CustomStringConvertibl
     public var message: String
     /// OpenSSL's verification result (`CURLINFO_SSL_VERIFYRESULT`), 0 when none.
     public var tlsVerifyResult: Int
+    /// The status line and headers that arrived before the transfer failed, when a whole header
+    /// block did (a 200 whose body was too large, stalled or broke off); its body is empty.
+    public var response: TransferResponse?
 
     /// Creates a failure.
-    public init(kind: TransferFailureKind, curlCode: Int = 0, message: String, tlsVerifyResult: Int = 0) {
+    public init(kind: TransferFailureKind, curlCode: Int = 0, message: String, tlsVerifyResult: Int = 0, response: TransferResponse? = nil) {
         self.kind = kind
         self.curlCode = curlCode
         self.message = message
         self.tlsVerifyResult = tlsVerifyResult
+        self.response = response
     }
 
     /// The kind and the message, e.g. `timeout: Connection timed out after 1001 milliseconds`.

@@ -101,6 +101,8 @@ public struct CDNFetcher: RouteSide {
             if failure.kind == .tooLarge || failure.kind == .invalidResponse || failure.kind == .headersTooLarge {
                 let message = "the CDN's answer at \(url) cannot be used: \(failure.kind.rawValue): \(failure.message)"
                 return HostFetchResult(host: host, route: .cdn, url: url, code: "cdn-http-error", reason: message,
+                                       httpStatus: failure.response?.status,
+                                       headers: failure.response?.headers.map { HTTPHeader(name: $0.name, value: $0.value) } ?? [],
                                        findings: [.error("cdn-http-error", message, location: url,
                                                          fix: "the CDN serves what the origin served it: check the origin's file and answer")])
             }

@@ -254,7 +254,8 @@ public struct AASAFetcher: RouteSide {
                          remoteAddress: response.remoteAddress.isEmpty ? nil : response.remoteAddress,
                          milliseconds: answer.milliseconds)
         case .failure(let failure):
-            FetchAttempt(url: url, httpStatus: nil, code: failure.kind.rawValue, remoteAddress: nil,
+            FetchAttempt(url: url, httpStatus: failure.response?.status, code: failure.kind.rawValue,
+                         remoteAddress: failure.response.flatMap { $0.remoteAddress.isEmpty ? nil : $0.remoteAddress },
                          milliseconds: answer.milliseconds)
         }
     }
@@ -268,8 +269,11 @@ public struct AASAFetcher: RouteSide {
         case .failure(let failure):
             let code = failure.kind.rawValue
             let message = Self.describe(failure, host: host, options: options)
+            // The status and headers of an answer that broke off after them (a 200 too large,
+            // stalled or cut) are the host's too: kept with the failure.
             return HostFetchResult(
-                host: host, route: .origin, url: url, code: code, reason: message,
+                host: host, route: .origin, url: url, code: code, reason: message, httpStatus: failure.response?.status,
+                headers: failure.response?.headers.map { HTTPHeader(name: $0.name, value: $0.value) } ?? [],
                 findings: [.error(code, message, location: url, fix: Self.fix(for: failure.kind))]
             )
         case .response(let response, let reliesOnExtraCA):
@@ -300,9 +304,10 @@ public struct AASAFetcher: RouteSide {
         case 200:
             break
         case 304:
-            // Not a redirect: "not modified" answers a conditional request, and this one had no
-            // validators (a conditional request's 304 never gets here: it confirms the stored file).
-            fail("http-unexpected-status", "HTTP 304 Not Modified to a request without If-None-Match or If-Modified-Since: only 200 delivers the file",
+            // A 3xx, so `http-redirect` as every 3xx (SPEC), but with nothing to redirect to: "not
+            // modified" answers a conditional request, and this one had no validators (a
+            // conditional request's 304 never gets here: it confirms the stored file).
+            fail("http-redirect", "HTTP 304 Not Modified to a request without If-None-Match or If-Modified-Since; Apple's downloader takes only a 200",
                  fix: "answer 200 with the file to unconditional requests")
             return
         case 300..<400:

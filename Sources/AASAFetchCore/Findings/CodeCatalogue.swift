@@ -66,10 +66,10 @@ public enum CodeCatalogue {
         e("tls-failure", "The TLS handshake failed.", "Serve TLS 1.2 or later with a usual cipher suite."),
         w("tls-expires-soon", "The certificate expires within 14 days.", "Renew the certificate before it expires."),
         // HTTP
-        e("http-redirect", "The file's URL answers with a redirect, which Apple's downloader never follows.", serve),
+        e("http-redirect", "The file's URL answers with a 3xx: a redirect, which Apple's downloader never follows, or a 304 to a request without validators.", serve),
         e("http-client-error", "The file's URL answers 4xx.", serve),
         e("http-server-error", "The file's URL answers 5xx.", "Fix the server error; " + serve),
-        e("http-unexpected-status", "A status other than 200 (a 1xx/2xx, or a 304 to a request without validators).", serve),
+        e("http-unexpected-status", "A 1xx or 2xx status other than 200.", serve),
         e("invalid-response", "The answer is not HTTP at all (HTTP/0.9, garbage).", "Serve the file over HTTPS from a real HTTP server."),
         e("headers-too-large", "Header and trailer lines over 300 KiB (or one line over 100 KiB).", "Send fewer or shorter response headers."),
         e("invalid-request", "libcurl refused to make the request (an option it rejects, a --cdn-base it cannot use).", "Check the options given to aasa-fetch."),
