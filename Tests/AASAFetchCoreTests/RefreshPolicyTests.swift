@@ -92,6 +92,21 @@ struct RefreshPolicyTests {
         #expect(update.events.map(\.kind) == [.failed])
     }
 
+    /// A next check is a whole second, rounded up: it is shown in whole seconds (`10:01:00Z`), and
+    /// `refresh --now 10:01:00Z` must find it due. Regression: kept as 10:01:00.749, shown as
+    /// 10:01:00Z, and not due then.
+    @Test func nextChecksAreWholeSecondsRoundedUp() throws {
+        let now = Self.t0.addingTimeInterval(0.749)
+        let failed = try #require(policy.update(for: Self.failure("http-client-error", status: 404),
+                                                previous: Self.state(approved: nil, lastCode: nil), needs: [], now: now))
+        #expect(failed.nextCheck == Self.t0.addingTimeInterval(86401))
+        let approved = try #require(policy.update(for: Self.approved(Self.good, status: 200), previous: nil, needs: Self.needs, now: now))
+        #expect(approved.nextCheck == Self.t0.addingTimeInterval(86401))
+        #expect(Timestamp.string(approved.nextCheck) == Timestamp.string(Self.t0.addingTimeInterval(86401)))
+        let exact = try #require(policy.update(for: Self.approved(Self.good, status: 200), previous: nil, needs: Self.needs, now: Self.t0))
+        #expect(exact.nextCheck == Self.t0.addingTimeInterval(86400))
+    }
+
     @Test func notModifiedKeepsTheStoredBodyAndCountsAsApproved() throws {
         let validators = CacheValidators(etag: "\"abc\"", lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")
         let previous = Self.state(approved: Self.good, lastCode: "timeout", failures: 3, validators: validators)

@@ -80,6 +80,13 @@ public struct RefreshPolicy: Sendable, Hashable {
         return min(max(age, minimumAge), maximumAge)
     }
 
+    /// `now` plus `delay`, rounded up to a whole second. Times are shown and taken (`--now`) in
+    /// whole seconds: a next check kept with its fraction was shown as `10:01:00Z` and was not
+    /// due at `--now 10:01:00Z`.
+    static func checkTime(_ now: Date, after delay: TimeInterval) -> Date {
+        Date(timeIntervalSince1970: (now.timeIntervalSince1970 + delay).rounded(.up))
+    }
+
     /// The pause after a failure, given the failures in a row including this one.
     public func failureDelay(_ outcome: RefreshOutcome, consecutiveFailures: Int) -> TimeInterval {
         switch outcome {
@@ -147,7 +154,7 @@ public struct RefreshPolicy: Sendable, Hashable {
             }
             var update = HostUpdate(
                 key: key, result: stored, approvedBody: body, validators: validators, consecutiveFailures: 0,
-                nextCheck: now.addingTimeInterval(approvedLifetime(headers: result.headers)), outcome: outcome, events: events
+                nextCheck: Self.checkTime(now, after: approvedLifetime(headers: result.headers)), outcome: outcome, events: events
             )
             update.judgedAgainst = previous?.lastResult?.fetchedAt
             update.downloadedAt = result.finishedAt
@@ -163,7 +170,7 @@ public struct RefreshPolicy: Sendable, Hashable {
             }
             var update = HostUpdate(
                 key: key, result: stored, approvedBody: nil, validators: nil, consecutiveFailures: failures,
-                nextCheck: now.addingTimeInterval(failureDelay(outcome, consecutiveFailures: failures)), outcome: outcome, events: events
+                nextCheck: Self.checkTime(now, after: failureDelay(outcome, consecutiveFailures: failures)), outcome: outcome, events: events
             )
             update.judgedAgainst = previous?.lastResult?.fetchedAt
             update.downloadedAt = result.finishedAt
