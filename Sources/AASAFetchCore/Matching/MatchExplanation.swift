@@ -75,14 +75,21 @@ public struct NearMiss: Codable, Sendable, Hashable {
     public var failures: [PartFailure]
     /// How many of the rule's specified parts matched (nearer rules have more).
     public var matchedParts: Int
+    /// Parts that did not match beyond those listed in ``failures``, which lists at most
+    /// ``listedFailures`` (a rule of 13,000 query items made a 600 KB answer).
+    public var unlistedFailures: Int
+
+    /// The most failures a near miss lists.
+    public static let listedFailures = 20
 
     /// Creates a near miss.
-    public init(host: String?, detail: Int, component: RuleReport, failures: [PartFailure], matchedParts: Int = 0) {
+    public init(host: String?, detail: Int, component: RuleReport, failures: [PartFailure], matchedParts: Int = 0, unlistedFailures: Int = 0) {
         self.host = host
         self.detail = detail
         self.component = component
         self.failures = failures
         self.matchedParts = matchedParts
+        self.unlistedFailures = unlistedFailures
     }
 
     /// Whether this miss is nearer than `other`: more matched parts, then fewer failures
@@ -90,7 +97,7 @@ public struct NearMiss: Codable, Sendable, Hashable {
     func isNearer(than other: NearMiss?) -> Bool {
         guard let other else { return true }
         if matchedParts != other.matchedParts { return matchedParts > other.matchedParts }
-        return failures.count < other.failures.count
+        return failures.count + unlistedFailures < other.failures.count + other.unlistedFailures
     }
 }
 
@@ -195,8 +202,8 @@ extension CompiledAssociation {
                 }
             case .components(let components, _):
                 for component in components {
-                    let failures = partFailures(component, context: &context)
-                    guard !failures.isEmpty else { continue }
+                    let (failures, total) = partFailures(component, context: &context)
+                    guard total > 0 else { continue }
                     var specified = (component.path == nil ? 0 : 1) + (component.fragment == nil ? 0 : 1)
                     switch component.query {
                     case .any: break
@@ -206,7 +213,7 @@ extension CompiledAssociation {
                     let miss = NearMiss(
                         host: host, detail: index,
                         component: RuleReport(kind: "component", index: component.index, rule: component.ruleText, inherited: component.inherited),
-                        failures: failures, matchedParts: specified - failures.count
+                        failures: failures, matchedParts: specified - total, unlistedFailures: total - failures.count
                     )
                     if miss.isNearer(than: best) { best = miss }
                 }
@@ -215,12 +222,16 @@ extension CompiledAssociation {
         return best
     }
 
-    private func partFailures(_ component: CompiledComponent, context: inout URLContext) -> [PartFailure] {
+    /// The parts of `component` that fail the URL, at most ``NearMiss/listedFailures`` of them,
+    /// and how many fail in all.
+    private func partFailures(_ component: CompiledComponent, context: inout URLContext) -> (listed: [PartFailure], total: Int) {
         var failures: [PartFailure] = []
+        var total = 0
         let encoded = component.percentEncoded
         if let path = component.path, var failure = failureIfAny(path, part: .path, name: nil, percentEncoded: encoded, context: &context) {
             failure.inheritedFrom = component.inheritedLevel(.path)
             failures.append(failure)
+            total += 1
         }
         switch component.query {
         case .any:
@@ -229,11 +240,18 @@ extension CompiledAssociation {
             if var failure = failureIfAny(pattern, part: .query, name: nil, percentEncoded: encoded, context: &context) {
                 failure.inheritedFrom = component.inheritedLevel(.query)
                 failures.append(failure)
+                total += 1
             }
         case .items(let items):
+            // The names as written, found by their compared bytes: built once, when an item fails
+            // (looking each one up by a scan of the items was quadratic: 140 s for a 128 KiB file).
+            var names: [[UInt8]: String]?
             for item in items where !context.queryItemMatches(name: item.name, pattern: item.pattern, percentEncoded: encoded) {
+                total += 1
+                guard failures.count < NearMiss.listedFailures else { continue }
+                if names == nil { names = itemNames(component) }
                 let values = context.items(percentEncoded: encoded, caseSensitive: item.pattern.caseSensitive)
-                let name = itemName(component, item.name)
+                let name = names?[item.name] ?? String(decoding: item.name, as: UTF8.self)
                 let texts = values.filter { $0.name == item.name }.map { String(decoding: $0.value, as: UTF8.self) }
                 let failing = texts.first { !item.pattern.matches($0) } ?? texts.first ?? ""
                 var itemFailure = failure(item.pattern, part: .queryItem, name: name, text: failing)
@@ -244,9 +262,10 @@ extension CompiledAssociation {
         if let fragment = component.fragment,
            var failure = failureIfAny(fragment, part: .fragment, name: nil, percentEncoded: encoded, context: &context) {
             failure.inheritedFrom = component.inheritedLevel(.fragment)
-            failures.append(failure)
+            total += 1
+            if failures.count < NearMiss.listedFailures { failures.append(failure) }
         }
-        return failures
+        return (failures, total)
     }
 
     /// The keys the deciding component took from `defaults` (none for legacy paths).
@@ -268,13 +287,17 @@ extension CompiledAssociation {
         return result + rest
     }
 
-    private func itemName(_ component: CompiledComponent, _ bytes: [UInt8]) -> String {
+    /// The query item names of `component` as written, by the bytes they are compared as (the
+    /// first of names that compare the same).
+    private func itemNames(_ component: CompiledComponent) -> [[UInt8]: String] {
+        var names: [[UInt8]: String] = [:]
         if case .items(let items)? = component.rule.query {
-            for item in items where Array((component.caseSensitive ? item.name : UTF8Text.caseFolded(item.name)).utf8) == bytes {
-                return item.name
+            for item in items {
+                let key = Array((component.caseSensitive ? item.name : UTF8Text.caseFolded(item.name)).utf8)
+                if names[key] == nil { names[key] = item.name }
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return names
     }
 
     private func failureIfAny(
@@ -385,6 +408,7 @@ struct Explainer {
             return MatchExplanation(url: url, appID: appID, decision: .noMatch, reason: "the details listing \(appID) have no rules")
         }
         let summary = nearest.failures.map(\.summary).joined(separator: "; ")
+            + (nearest.unlistedFailures > 0 ? "; and \(nearest.unlistedFailures) more parts of the rule fail" : "")
         return MatchExplanation(
             url: url, appID: appID, decision: .noMatch,
             reason: "no rule matched; nearest is \(nearest.component.kind) \(nearest.component.index) of detail \(nearest.detail): \(summary)",
