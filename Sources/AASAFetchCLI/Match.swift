@@ -48,6 +48,11 @@ extension AASAFetchCommand {
         @OptionGroup(title: "Config file") var configFile: ConfigFileOptions
 
         func validate() throws {
+            // `--host` names the host an `--aasa` file is served for; elsewhere it would be
+            // dropped without a word (each --cases line names its own domain).
+            if host != nil && aasa == nil {
+                throw ValidationError("--host goes with --aasa FILE: it names the host that file is served for")
+            }
             if cases != nil {
                 guard urls.isEmpty, urlsFile == nil, aasa == nil, !input.hasEntries else {
                     throw ValidationError("--cases takes no URLs, files or entries: each line carries its own")
@@ -125,6 +130,22 @@ extension AASAFetchCommand {
                 }
             }
             return all
+        }
+
+        /// The bytes of the value of the last member `key` of a line's top-level object: from
+        /// where the value starts to the comma before the next member (or the object's end),
+        /// white space left out.
+        static func valueBytes(of key: String, in members: [JSONMember], line: [UInt8]) -> [UInt8]? {
+            guard let index = members.lastIndex(where: { $0.key == key }) else { return nil }
+            let start = members[index].value.position.offset
+            var end = index + 1 < members.count ? members[index + 1].keyPosition.offset : line.count
+            func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+            while end > start, isSpace(line[end - 1]) { end -= 1 }
+            // The comma before the next member, or the brace that ends the object.
+            if end > start, line[end - 1] == UInt8(ascii: index + 1 < members.count ? "," : "}") { end -= 1 }
+            while end > start, isSpace(line[end - 1]) { end -= 1 }
+            guard start < end, end <= line.count else { return nil }
+            return Array(line[start..<end])
         }
 
         private static func decode(_ bytes: [UInt8], name: String) throws -> AASADocument {
@@ -255,21 +276,34 @@ extension AASAFetchCommand {
                 case .text(let line):
                     guard !line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) else { continue }
                     do {
-                        // The id is echoed exactly (any JSON value), so it is read with our parser.
-                        reply.id = (try? JSONParser.parse(line))?.root.member("id").map { CaseReply.ID($0.value) }
-                        guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
+                        // One parser for the line, the project's (Foundation's refused valid JSON
+                        // such as 1e400, and said nothing useful): the id is echoed exactly, and
+                        // the `aasa` value's own bytes are decoded as `--aasa` decodes a file.
+                        let parsed: JSONDocument
+                        do {
+                            parsed = try JSONParser.parse(line)
+                        } catch {
+                            throw CommandFailure(code: "invalid-line", message: "the line is not JSON: column \(error.column): \(error.message)")
+                        }
+                        reply.id = parsed.root.member("id").map { CaseReply.ID($0.value) }
+                        guard let members = parsed.root.objectMembers else {
                             throw CommandFailure(code: "invalid-line", message: "a line is not a JSON object")
                         }
-                        guard let aasa = object["aasa"], let url = object["url"] as? String, let appID = object["appId"] as? String else {
-                            throw CommandFailure(code: "invalid-line", message: "a line needs aasa, url and appId")
+                        guard let aasa = Self.valueBytes(of: "aasa", in: members, line: line),
+                              let url = parsed.root.member("url")?.value.stringValue, let appID = parsed.root.member("appId")?.value.stringValue else {
+                            throw CommandFailure(code: "invalid-line", message: "a line needs aasa, and url and appId as strings")
                         }
-                        let domain = object["domain"] as? String ?? ""
-                        let bytes = try JSONSerialization.data(withJSONObject: aasa, options: [.fragmentsAllowed])
+                        let domainValue = parsed.root.member("domain")?.value
+                        if let domainValue, domainValue.stringValue == nil, domainValue.kind != .null {
+                            throw CommandFailure(code: "invalid-line", message: "domain is a string when given")
+                        }
+                        let domain = domainValue?.stringValue ?? ""
+                        let bytes = Data(aasa)
                         let compiled: CompiledAssociation
                         if let cached = cache[bytes] {
                             compiled = cached
                         } else {
-                            compiled = CompiledAssociation(document: try Self.decode([UInt8](bytes), name: "aasa"))
+                            compiled = CompiledAssociation(document: try Self.decode(aasa, name: "aasa"))
                             if cache.count >= CaseLineReader.compiledFilesKept { cache.removeAll() }
                             cache[bytes] = compiled
                         }

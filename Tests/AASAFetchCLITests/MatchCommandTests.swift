@@ -75,6 +75,53 @@ struct MatchCommandTests {
         #expect(lines[2].hasPrefix(#"{"schemaVersion":1,"id":3,"decision":null,"error":{"code":"not-an-association-file","message":"#))
     }
 
+    /// `--host` names the host of an `--aasa` file; with entries or `--cases` it is a usage error,
+    /// not an option dropped without a word.
+    @Test func hostGoesWithAASAOnly() throws {
+        for arguments in [["match", "https://b.example/x", "--domain", "a.example", "--host", "b.example", "--no-store"],
+                          ["match", "--cases", "-", "--host", "b.example"]] {
+            let run = try ToolRunner.run(arguments + ["--json"])
+            #expect(run.status == 64, "\(arguments): \(run.stdout) \(run.stderr)")
+            #expect(run.stdout.contains("--host goes with --aasa"), "\(run.stdout)")
+        }
+    }
+
+    /// A line is read by the project's own JSON parser, and its `aasa` value decoded as `--aasa`
+    /// decodes a file. Regression: Foundation read the line and wrote `aasa` out again, so valid
+    /// JSON it refuses (1e400) was `invalid-line` with "The data is not in the correct format",
+    /// a line that is not JSON got no column, and `"domain": 5` turned the host check off.
+    @Test func linesAreReadByTheProjectsParser() throws {
+        let file = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.a.b"], "components": [{"/": "/a", "comment": 1e400}]}]}}"#
+        let bad = #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.a.b"], "components": [{"/": "/a", "comment": "\ud800"}]}]}}"#
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("parser-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: input) }
+        try Data("""
+            {"id": 1, "aasa": \(file), "domain": "example.com", "appId": "ABCDE12345.a.b", "url": "https://example.com/a"}
+            {"id": 2, "domain": "example.com", "appId": "ABCDE12345.a.b", "url": "https://example.com/a", "aasa" :\t\(file) }\r
+            {"id": 3, "aasa": \(bad), "domain": "example.com", "appId": "ABCDE12345.a.b", "url": "https://example.com/a"}
+            {"id": 4, "aasa": \(file), "domain": 5, "appId": "ABCDE12345.a.b", "url": "https://example.com/a"}
+            {"id": 5, "aasa": \(file), "domain": "other.example", "appId": "ABCDE12345.a.b", "url": "https://example.com/a"}
+            {"id": 6, "aasa": \(file), "appId": "ABCDE12345.a.b", "url": "https://example.com/a",}
+
+            """.utf8).write(to: input)
+        let result = try ToolRunner.run(["match", "--cases", input.path])
+        let lines = try result.stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(lines.count == 6, "\(result.stdout) \(result.stderr)")
+        func error(_ index: Int) -> [String: Any]? { lines.indices.contains(index) ? lines[index]["error"] as? [String: Any] : nil }
+        #expect(lines.prefix(2).map { $0["decision"] as? String } == ["match", "match"], "\(lines)")
+        // Not JSON: the line is, so it says where.
+        #expect(error(2)?["code"] as? String == "invalid-line")
+        #expect((error(2)?["message"] as? String)?.contains("column") == true, "\(String(describing: error(2)))")
+        #expect((error(2)?["message"] as? String)?.contains("surrogate") == true, "\(String(describing: error(2)))")
+        #expect(error(3)?["code"] as? String == "invalid-line")
+        #expect(lines.dropFirst(4).first?["decision"] as? String == "no_match", "the domain is checked")
+        #expect(error(5)?["code"] as? String == "invalid-line")
+        #expect((error(5)?["message"] as? String)?.contains("column") == true)
+        #expect(result.status == 1)
+    }
+
     /// The line protocol answers each line as it arrives (a reader waits for each answer before it
     /// writes the next line), answers a line over the limit `line-too-long` and goes on.
     @Test func casesAreAnsweredAsTheyArrive() throws {
