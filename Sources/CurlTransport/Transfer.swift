@@ -120,6 +120,10 @@ final class Transfer {
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)), "ERRORBUFFER")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me), "PRIVATE")
         try setLong(CURLOPT_NOSIGNAL, 1, "NOSIGNAL")
+        // A name lookup that timed out leaves its resolver thread to finish on its own: without
+        // this, libcurl 7.88 joins it when the transfer ends, and the loop thread (every transfer
+        // on it) waited for the system resolver's own timeouts, about 30 s, past `--max-time`.
+        try setLong(CURLOPT_QUICK_EXIT, 1, "QUICK_EXIT")
         try setString(CURLOPT_URL, request.url, "URL")
         try setString(CURLOPT_PROTOCOLS_STR, request.allowPlainHTTP ? "http,https" : "https", "PROTOCOLS_STR")
         try setString(CURLOPT_REDIR_PROTOCOLS_STR, "https", "REDIR_PROTOCOLS_STR")

@@ -1,0 +1,53 @@
+import AASAFetchTestSupport
+import Foundation
+import Testing
+
+/// A name server that never answers. The run happens in network and mount namespaces of its own
+/// (`unshare -rnm`), whose `/etc/resolv.conf` names a UDP socket of the namespace that reads
+/// queries and answers none; nothing leaves the namespace.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct ResolverTimeoutTests {
+    /// Whether `unshare -rnm` can give a child its own network, and its own `/etc/resolv.conf`.
+    static let available: Bool = {
+        guard let unshare = ChildProcess.find("unshare"), ChildProcess.find("python3") != nil,
+              FileManager.default.fileExists(atPath: "/etc/resolv.conf") else { return false }
+        let probe = "echo 'nameserver 127.0.0.53' > /tmp/.probe-resolv-$$ && mount --bind /tmp/.probe-resolv-$$ /etc/resolv.conf; s=$?; rm -f /tmp/.probe-resolv-$$; exit $s"
+        return (try? ChildProcess.run(unshare, ["-rnm", "/bin/sh", "-c", probe], timeout: .seconds(10)).status) == 0
+    }()
+
+    /// A lookup that times out ends the transfer at its own time limit, and the other transfers
+    /// of its curl loop go on. Regression: libcurl 7.88 joined the abandoned resolver thread, so
+    /// the loop (every transfer on it) waited for the system resolver's timeouts, about 30 s, past
+    /// `--max-time 2`.
+    @Test(.enabled(if: available, "needs unshare -rnm and python3"))
+    func aNameServerThatNeverAnswersCostsOnlyTheTimeLimit() throws {
+        let work = try HostileEnvironmentTests.folder("resolver")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let resolv = work.appendingPathComponent("resolv.conf")
+        try Data("nameserver 127.0.0.53\noptions timeout:5 attempts:3\n".utf8).write(to: resolv)
+        let q = HostileEnvironmentTests.quoted
+        let arguments = ["fetch", "--no-store", "--no-config", "--json", "--quiet", "--threads", "1", "--domain", "applinks:silent-dns.example.com",
+                         "--app-id", FetchIntegrationTests.appID, "--retry-delays", "", "--connect-timeout", "1", "--max-time", "2"].map(q).joined(separator: " ")
+        let inner = """
+            ip link set lo up 2>/dev/null || exit 99
+            mount --bind \(q(resolv.path)) /etc/resolv.conf || exit 99
+            timeout 60 python3 -c 'import socket
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.53", 53))
+            while True: s.recvfrom(4096)' &
+            server=$!
+            sleep 0.3
+            "$AASA" \(arguments); status=$?
+            kill $server; wait $server 2>/dev/null
+            exit $status
+            """
+        let run = try HostileEnvironmentTests.shell("exec unshare -rnm /bin/sh -c \(q(inner))", timeout: .seconds(120))
+        #expect(run.status != 99, "the namespace could not be set up: \(run.standardError)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any], "\(run.standardError)")
+        let domain = try #require((report["domains"] as? [[String: Any]])?.first, "\(run.standardOutput)")
+        #expect(domain["code"] as? String == "timeout", "\(domain)")
+        let attempts = (domain["attempts"] as? [[String: Any]])?.compactMap { $0["milliseconds"] as? Int } ?? []
+        // --max-time 2: the attempt ends then (libcurl's resolver gives up at the connect time,
+        // 1 s), not when the system resolver's 5 s × 3 tries run out.
+        #expect(attempts.count == 1 && attempts.allSatisfy { $0 < 5_000 }, "\(attempts)")
+    }
+}
