@@ -49,6 +49,13 @@ final class MultiLoop {
     private var lastLook: UInt64
     /// How many times each transfer started again after a pause (only those that did).
     private var pauseRestarts: [UInt64: Int] = [:]
+    /// When ``nudgeConnects(now:)`` last looked (monotonic nanoseconds).
+    private var lastNudge: UInt64 = 0
+    /// Transfers whose open-socket callback refused an address since the last nudge.
+    private var refusedAddress: [UInt64] = []
+    /// How often the loop looks at connections being made while transfers run, and the shortest
+    /// connect it nudges.
+    static let nudgeInterval: UInt64 = 250_000_000
 
     private init(index: Int, group: LoopGroup, multi: UnsafeMutableRawPointer, events: UnsafeMutablePointer<ccurl_events>,
                  maxConnections: Int, idleKept: Int) {
@@ -182,8 +189,10 @@ final class MultiLoop {
                 runTimerIfDue()
                 drainMessages()
             }
+            runRefused()
             let sleeping = Self.monotonicNanoseconds()
-            let ready = ccurl_events_wait(events, 1000, readySockets, readyMasks, Self.readyCapacity)
+            // While transfers run, a wake-up at least every nudge interval (see nudgeConnects).
+            let ready = ccurl_events_wait(events, transfers.isEmpty ? 1000 : Int32(Self.nudgeInterval / 1_000_000), readySockets, readyMasks, Self.readyCapacity)
             let awake = Self.monotonicNanoseconds()
             pacer.waited(awake &- sleeping)
             restartAfterPause(now: awake)
@@ -195,6 +204,7 @@ final class MultiLoop {
                     act(on: readySockets[slot], mask: readyMasks[slot])
                 }
             }
+            nudgeConnects(now: awake)
             runTimerIfDue()
             drainMessages()
             if pacer.windowOver(now: awake) {
@@ -209,6 +219,44 @@ final class MultiLoop {
         _ = curl_multi_socket_action(multi, socket, mask, &running)
         if events.pointee.failed_count > 0 {
             failUnwatched()
+        }
+    }
+
+    /// Runs the transfers whose address was just refused, and what that starts, until none is
+    /// left (each round tries the next address of each: a host has at most as many rounds as
+    /// addresses, and a bound stops a pathological list).
+    private func runRefused() {
+        var rounds = 0
+        while !refusedAddress.isEmpty, rounds < 256 {
+            rounds += 1
+            let refused = refusedAddress
+            refusedAddress.removeAll(keepingCapacity: true)
+            for id in refused { transfers[id]?.runSoon() }
+            runTimerIfDue()
+            drainMessages()
+        }
+    }
+
+    /// Lets curl look again at the connections being made for longer than ``nudgeInterval``.
+    ///
+    /// libcurl 7.88 moves on to a host's next address when the current one has not connected
+    /// within its share of the connect timeout, but in the socket interface it checks that only
+    /// when the socket or a timer of the transfer wakes it, and no timer is set for that share:
+    /// a first address that never answers held the transfer until the whole connect timeout ran
+    /// out, the good second address untried (`curl`, which runs every transfer at least once a
+    /// second, tried it after 2.5 s). Acting on the socket with no event runs the transfer's
+    /// connect step, which checks its share. Costs one look every interval, only while
+    /// connections are being made.
+    ///
+    /// A refused address (private or reserved) fails before any socket exists, and libcurl 7.88
+    /// waits in the same way before it tries the next one (200 ms, then half of the connect time
+    /// left: 20 refused addresses ahead of an allowed one made a `timeout`). Such a transfer is
+    /// run again at once.
+    private func nudgeConnects(now: UInt64) {
+        guard now &- lastNudge >= Self.nudgeInterval else { return }
+        lastNudge = now
+        for transfer in transfers.values where transfer.stillConnecting() && now &- transfer.connectingSince >= Self.nudgeInterval {
+            transfer.runSoon()
         }
     }
 
@@ -322,6 +370,7 @@ final class MultiLoop {
             return false
         }
         transfers[id] = transfer
+        transfer.onRefusedAddress = { [unowned self] in refusedAddress.append(id) }
         mailbox.noteStarted()
         return true
     }

@@ -58,6 +58,14 @@ final class Transfer {
     private(set) var refusedAddresses: [String] = []
     /// Sockets the open-socket callback opened (addresses that were allowed).
     private(set) var openedSockets = 0
+    /// The socket of the connection being made (the last one the open-socket callback opened)
+    /// while the transfer is not connected yet; -1 when none. See ``MultiLoop``'s nudge.
+    private(set) var connectingSocket: Int32 = -1
+    /// When that socket was opened (the shim's monotonic clock, nanoseconds).
+    private(set) var connectingSince: UInt64 = 0
+    /// Called (on the loop thread, inside libcurl) when the open-socket callback refuses an
+    /// address: the loop then has libcurl go on to the next one at once (``runSoon()``).
+    var onRefusedAddress: (() -> Void)?
 
     /// Creates the transfer and its easy handle (not configured yet).
     /// - Returns: `nil` when libcurl cannot allocate an easy handle.
@@ -432,16 +440,38 @@ final class Transfer {
         let text = formatted ?? "(unknown address family \(ccurl_sockaddr_family(address)))"
         if !request.allowPrivateAddresses, formatted == nil || AddressPolicy.isPrivateOrReserved(text) {
             refusedAddresses.append(text)
+            onRefusedAddress?()
             return ccurl_socket_bad
         }
         let fd = socket(ccurl_sockaddr_family(address), ccurl_sockaddr_socktype(address), ccurl_sockaddr_protocol(address))
         if fd >= 0 {
             openedSockets += 1
+            connectingSocket = fd
+            connectingSince = UInt64(ccurl_monotonic_ns())
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         } else if errno == EMFILE || errno == ENFILE {
             descriptorShortage = errno
         }
         return fd
+    }
+
+    /// Whether the transfer still waits for its TCP connection; once libcurl has timed a connect,
+    /// the socket is forgotten and this is `false` for good.
+    func stillConnecting() -> Bool {
+        guard connectingSocket >= 0 else { return false }
+        if secondsInfo(CURLINFO_CONNECT_TIME_T) > 0 {
+            connectingSocket = -1
+            return false
+        }
+        return true
+    }
+
+    /// Asks libcurl to run this transfer again at once: pausing and resuming it sets its timer to
+    /// now (``MultiLoop``'s nudge; a connecting transfer has nothing paused to lose).
+    func runSoon() {
+        guard let easy else { return }
+        _ = curl_easy_pause(easy, 5)  // CURLPAUSE_ALL
+        _ = curl_easy_pause(easy, 0)  // CURLPAUSE_CONT
     }
 
     // MARK: - Results (loop thread, after CURLMSG_DONE and before cleanup)
