@@ -160,6 +160,10 @@ struct EntryParserTests {
         #expect(entry.host == "xn--fhqz97e.example.xn--fiqs8s")
         let fix = try #require(entry.findings.first { $0.code == "entitlement-not-punycode" }?.fix)
         #expect(fix.contains("applinks:xn--fhqz97e.example.xn--fiqs8s"))
+        // plan says what fetch says: it never associates (plan said null, "not judged").
+        #expect(EntryVerdict(parsed: entry).associated == false)
+        #expect(EntryVerdict(parsed: parse("applinks:example.com")).associated == nil)
+        #expect(EntryVerdict(parsed: parse("applinks:https://example.com")).associated == false)
     }
 
     /// A label with `--` in its third and fourth place that is not Punycode names a host as it

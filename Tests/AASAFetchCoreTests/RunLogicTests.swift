@@ -339,9 +339,17 @@ struct RunLogicTests {
         ]))
         transport.on(Self.cdnBase + "refused.test", .fail(.invalidRequest))
         transport.on(Self.cdnBase + "huge.test", .fail(.tooLarge))
+        // Age and max-age are RFC 9111 delta-seconds, digits only: anything else is no value.
+        transport.on(Self.cdnBase + "negative.test", .json(Self.good, headers: [("Age", "-5"), ("Cache-Control", "max-age=-1")]))
+        transport.on(Self.cdnBase + "signed.test", .json(Self.good, headers: [("Age", "+5"), ("Cache-Control", "s-maxage=99999999999999999999")]))
 
         let ok = await cdn.fetch(host: "ok.test")
         #expect(ok.code == "ok" && ok.route == .cdn && ok.cdn?.age == 120)
+        #expect(ok.cdn?.maxAge == 3600)
+        let negative = await cdn.fetch(host: "negative.test")
+        #expect(negative.cdn?.age == nil && negative.cdn?.maxAge == nil, "\(String(describing: negative.cdn))")
+        let signed = await cdn.fetch(host: "signed.test")
+        #expect(signed.cdn?.age == nil && signed.cdn?.maxAge == Int(Int32.max), "\(String(describing: signed.cdn))")
         let blocked = await cdn.fetch(host: "blocked.test")
         #expect(blocked.code == "cdn-origin-failure")
         #expect(blocked.cdn?.swcError == "SWCERR00101" && blocked.cdn?.originStatus == 403)

@@ -78,7 +78,7 @@ public struct CDNHeaders: Sendable, Hashable, Codable {
             tryDirect = direct == "true" ? true : (direct == "false" ? false : nil)
         }
         originFormat = response.header("Apple-Origin-Format")
-        age = response.header("Age").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        age = response.header("Age").flatMap { Self.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) }
         cacheControl = response.header("Cache-Control")
         maxAge = cacheControl.flatMap(Self.maxAge(in:))
     }
@@ -121,13 +121,22 @@ public struct CDNHeaders: Sendable, Hashable, Codable {
         return leadingStatus(String(text[range.upperBound...]))
     }
 
+    /// The first `max-age` (or `s-maxage`) directive's value; `nil` when that one is not a
+    /// delta-seconds value.
     private static func maxAge(in cacheControl: String) -> Int? {
         for directive in cacheControl.split(separator: ",") {
             let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            if parts.count == 2, parts[0] == "max-age" || parts[0] == "s-maxage", let value = Int(parts[1]) {
-                return value
+            if parts.count == 2, parts[0] == "max-age" || parts[0] == "s-maxage" {
+                return deltaSeconds(parts[1])
             }
         }
         return nil
+    }
+
+    /// RFC 9111's delta-seconds: digits only (`-5`, `+5` and `1.5` are not), a value too large
+    /// for an integer being the largest (2^31 s, §1.2.2).
+    static func deltaSeconds(_ text: String) -> Int? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        return min(Int(text) ?? Int(Int32.max), Int(Int32.max))
     }
 }

@@ -20,9 +20,10 @@ public struct EntryVerdict: Sendable, Hashable, Encodable {
         self.findings = findings
     }
 
-    /// The verdict before anything is fetched: invalid entries fail, the rest are open.
+    /// The verdict before anything is fetched: entries with an error fail (a Unicode host too,
+    /// which is fetched but never associates, as `fetch` says), the rest are open.
     public init(parsed entry: AssociatedDomainEntry) {
-        self.init(entry: entry, associated: entry.isFetchable ? nil : false, code: entry.errorCode ?? "ok",
+        self.init(entry: entry, associated: entry.errorCode == nil ? nil : false, code: entry.errorCode ?? "ok",
                   findings: entry.findings)
     }
 
