@@ -78,6 +78,27 @@ struct PatternTests {
         #expect(stepsToo <= 40 * (text.utf8.count + 1))
     }
 
+    /// States × text length is bounded too: a pattern within the state budget against a long
+    /// text stops after ``CompiledPattern/maxSteps`` and does not match, and the explanation says
+    /// it ran out of work. Regression: one `match --cases` line (four such patterns, a URL of
+    /// 448,576 bytes) ran for more than ten minutes, and every later line waited.
+    @Test func workPastTheStepBudgetDoesNotMatch() throws {
+        let pattern = CompiledPattern("/" + String(repeating: "*a", count: 4_000) + "*b", role: .path)
+        #expect(!pattern.isTooComplex)
+        let text = "/" + String(repeating: "a", count: 64 * 1024)
+        let (matched, steps) = pattern.matchCost(text)
+        #expect(!matched)
+        #expect(steps > CompiledPattern.maxSteps && steps < CompiledPattern.maxSteps + 4 * 8_002 + 64, "steps \(steps)")
+        // Still linear below the budget: a short text is answered in full.
+        #expect(pattern.matches("/" + String(repeating: "a", count: 4_000) + "b"))
+        let json = MatcherFixture.components(#"[{"/":"\#(pattern.source)"}]"#)
+        let explanation = URLMatcher(entitlementDomains: ["applinks:example.com"], files: ["example.com": try MatcherFixture.compiled(json)])
+            .explain(url: "https://example.com" + text, appID: MatcherFixture.app)
+        #expect(explanation.decision == .noMatch)
+        #expect(explanation.nearest?.failures.first?.tooComplex == true)
+        #expect(explanation.reason.contains("steps against this text"))
+    }
+
     @Test func pathologicalQuestionStarsAreLinear() {
         let text = String(repeating: "ab", count: 5 * 1024)
         let pattern = CompiledPattern(String(repeating: "?*a", count: 20) + "c", role: .path)

@@ -163,7 +163,9 @@ public struct PartFailure: Codable, Sendable, Hashable {
             text += " (no fitting value for " + variablesWithoutValue.map { "$(\($0))" }.joined(separator: ", ") + ")"
         }
         if let inheritedFrom { text += " (pattern from \(inheritedFrom.displayName))" }
-        if tooComplex { text += " (the pattern is too complex to match: over \(CompiledPattern.maxStates) states, or over \(CompiledPattern.maxStatesPerFile) for the whole file)" }
+        if tooComplex {
+            text += " (the pattern is too complex to match: over \(CompiledPattern.maxStates) states, over \(CompiledPattern.maxStatesPerFile) for the whole file, or over \(CompiledPattern.maxSteps) steps against this text)"
+        }
         return text
     }
 }
@@ -310,7 +312,12 @@ extension CompiledAssociation {
         }
         let bytes = context.text(urlPart, percentEncoded: percentEncoded, caseSensitive: true)
         let text = String(decoding: bytes, as: UTF8.self)
-        if pattern.matches(text) { return nil }
+        let (matched, steps) = pattern.matchCost(text)
+        if matched { return nil }
+        if steps > CompiledPattern.maxSteps {
+            // Out of work, not a plain mismatch: explaining would cost as much again.
+            return PartFailure(part: part, name: name, pattern: pattern.source, text: text, tooComplex: true)
+        }
         return failure(pattern, part: part, name: name, text: text)
     }
 
