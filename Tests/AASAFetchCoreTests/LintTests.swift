@@ -43,6 +43,12 @@ struct LintTests {
         Case(components(#"{"/":"/a","caseSensitive":"false"}"#), "wrong-type", "/applinks/details/0/components/0/caseSensitive"),
         Case(components(#"{"?":{"f":true}}"#), "query-value-not-string", "/applinks/details/0/components/0/?/f"),
         Case(#"{"applinks":{"details":{"ABCDE12345.a.b":{"paths":["*"]}}}}"#, "legacy-details-dictionary", "/applinks/details"),
+        // In the dictionary form the key is the app ID: one inside is never read (lint said nothing).
+        Case(#"{"applinks":{"details":{"ZZZZZ12345.x.y":{"appIDs":["ABCDE12345.a.b"],"paths":["*"]}}}}"#, "unknown-key",
+             "/applinks/details/ZZZZZ12345.x.y/appIDs"),
+        // Legacy and modern keys mixed: iOS 12 sees no app, or no rules.
+        Case(#"{"applinks":{"details":[{"appIDs":["ABCDE12345.a.b"],"paths":["/a/*"]}]}}"#, "mixed-formats", "/applinks/details/0/appIDs"),
+        Case(#"{"applinks":{"details":[{"appID":"ABCDE12345.a.b","components":[{"/":"/b/*"}]}]}}"#, "mixed-formats", "/applinks/details/0/appID"),
         // Structure.
         Case(#"{"applinks":{"apps":["ABCDE12345.a.b"],"details":[]}}"#, "apps-not-empty", "/applinks/apps"),
         Case(#"{"applinks":{"details":[]}}"#, "empty-details", "/applinks/details"),

@@ -182,6 +182,7 @@ public enum CodeCatalogue {
         "empty-components": "Add components, or remove the detail.",
         "empty-paths": "Add paths or components, or remove the detail.",
         "paths-and-components": "Keep \"components\" only.",
+        "mixed-formats": "Use \"appIDs\" with \"components\" (iOS 13 and later), or \"appID\" with \"paths\" as well for iOS 12.",
         "empty-component": "Give the component a \"/\", \"?\" or \"#\", or mean to match every URL.",
         "unreachable-rule": "Remove the rule, or move it before the one that shadows it.",
         "not-in-components": "Use \"exclude\": true instead of \"NOT \".",

@@ -61,6 +61,7 @@ public enum AASALinter {
         LintCode(code: "empty-components", severity: .error, summary: "\"components\" is empty: the detail matches nothing (and \"paths\" is ignored)."),
         LintCode(code: "empty-paths", severity: .warning, summary: "\"paths\" is empty (and there are no components)."),
         LintCode(code: "paths-and-components", severity: .warning, summary: "A detail has both: iOS 13+ ignores \"paths\"."),
+        LintCode(code: "mixed-formats", severity: .warning, summary: "A detail names its apps in one format and its rules in the other (\"appIDs\" with \"paths\", or \"appID\" with \"components\"): iOS 12 and earlier see no app or no rules."),
         LintCode(code: "empty-component", severity: .warning, summary: "A component with no \"/\", \"?\" or \"#\": it matches every URL."),
         LintCode(code: "unreachable-rule", severity: .warning, summary: "A component or path that can never decide: an earlier one matches everything it matches."),
         LintCode(code: "not-in-components", severity: .error, summary: "\"NOT \" inside a component pattern is literal text; use \"exclude\": true."),
@@ -242,7 +243,16 @@ struct Linter {
             }
         case .object:
             for member in details.value.uniqueMembers {
-                detailKeys(member.value, pointer: JSONPointer.appending(dPointer, member.key))
+                let memberPointer = JSONPointer.appending(dPointer, member.key)
+                // In the dictionary form the key is the app ID: an app ID inside is never read.
+                for key in ["appIDs", "appID"] where member.value.member(key) != nil {
+                    add(
+                        "unknown-key", .warning,
+                        "\"\(key)\" inside a detail of the dictionary form is ignored: the detail's key \"\(member.key)\" is its app ID",
+                        at: JSONPointer.appending(memberPointer, key),
+                        fix: "Write \"details\" as an array of objects with \"appIDs\" and \"components\", or make the key the app ID you mean.")
+                }
+                detailKeys(member.value, pointer: memberPointer)
             }
         default:
             break
@@ -603,6 +613,26 @@ struct Linter {
     mutating func rules(_ detail: AppLinksDetail, json: JSONValue?, applinks: AppLinks) {
         let hasPathsKey = json?.member("paths") != nil
         let hasComponentsKey = json?.member("components") != nil
+        // Legacy and modern keys mixed (TN3155: do not): iOS 12 and earlier read "appID" and
+        // "paths" only, iOS 13 and later both forms. (Both app ID keys, or both rule keys, are
+        // `app-id-and-app-ids` and `paths-and-components`.)
+        if !applinks.detailsIsDictionary, let json {
+            let hasAppIDs = json.member("appIDs") != nil
+            let hasAppID = json.member("appID") != nil
+            if hasAppIDs && !hasAppID && hasPathsKey && !hasComponentsKey {
+                add(
+                    "mixed-formats", .warning,
+                    "the detail names its apps with \"appIDs\" (iOS 13 and later) but its rules with \"paths\" (the iOS 12 form): iOS 12 and earlier find no app ID in it",
+                    at: JSONPointer.appending(detail.location, "appIDs"),
+                    fix: "Write the rules as \"components\" (iOS 13 and later), or add \"appID\" for iOS 12.")
+            } else if hasAppID && !hasAppIDs && hasComponentsKey && !hasPathsKey {
+                add(
+                    "mixed-formats", .warning,
+                    "the detail names its app with \"appID\" (the iOS 12 form) but its rules with \"components\" (iOS 13 and later): iOS 12 and earlier find no rules in it",
+                    at: JSONPointer.appending(detail.location, "appID"),
+                    fix: "Name the apps with \"appIDs\", or add \"paths\" for iOS 12.")
+            }
+        }
         if let components = detail.components {
             if components.isEmpty, json?.member("components")?.value.arrayValue?.isEmpty ?? false {
                 add(
