@@ -631,7 +631,7 @@ struct RunLogicTests {
         private var asked: [Double] = []
         init(_ count: Int) { addresses = (1...count).map { "93.184.216.\($0)" } }
         var timeouts: [Double] { lock.withLock { asked } }
-        func resolve(_ host: String) async -> Result<[String], NetworkProbeError> { .success(addresses) }
+        func resolve(_ host: String, timeout: Double) async -> Result<[String], NetworkProbeError> { .success(addresses) }
         func connect(address: String, port: Int, timeout: Double) async -> NetworkConnectOutcome {
             lock.withLock { asked.append(timeout) }
             try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))

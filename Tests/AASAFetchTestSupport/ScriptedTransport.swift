@@ -120,7 +120,7 @@ public struct ScriptedNetworkProbe: NetworkProbing {
         self.resolverShortOfDescriptors = resolverShortOfDescriptors
     }
 
-    public func resolve(_ host: String) async -> Result<[String], NetworkProbeError> {
+    public func resolve(_ host: String, timeout: Double) async -> Result<[String], NetworkProbeError> {
         if resolverShortOfDescriptors { return .failure(NetworkProbeError(message: "Name or service not known", descriptorsExhausted: true)) }
         guard let found = addresses[host], !found.isEmpty else { return .failure(NetworkProbeError(message: "Name or service not known")) }
         return .success(found)

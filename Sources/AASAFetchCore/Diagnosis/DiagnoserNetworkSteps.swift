@@ -37,9 +37,16 @@ extension Diagnoser.Walk {
             addresses = [target.host]
             dnsDetails.append("address from --connect-to")
         } else {
-            switch await diagnoser.probe.resolve(target.host) {
+            switch await diagnoser.probe.resolve(target.host, timeout: options.connectTimeout) {
             case .success(let found):
                 addresses = found
+            case .failure(let error) where error.timedOut:
+                // What the download says too (libcurl's lookup counts against the connect time):
+                // the records may well exist, the servers did not answer.
+                add(DiagnosisStep(step: "dns", title: "DNS", status: .failed, code: "timeout",
+                                  summary: "\(target.host) could not be looked up: \(error.message) (--connect-timeout)", details: dnsDetails,
+                                  fix: "make the domain's name servers answer within seconds: a device waits about as briefly"))
+                return nil
             case .failure(let error) where error.descriptorsExhausted:
                 add(DiagnosisStep(step: "dns", title: "DNS", status: .failed, code: "descriptors-exhausted",
                                   summary: "\(target.host) could not be looked up: this process has no file descriptor left (\(error.message))",

@@ -1,13 +1,15 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// The two socket-level checks `diagnose` makes before its download (its `dns` and `tcp` steps):
 /// every address of a host and a bare TCP connect. ``SystemNetworkProbe`` makes them for real;
 /// unit tests of the diagnosis script them.
 public protocol NetworkProbing: Sendable {
     /// Every address `host` resolves to (IPv4 and IPv6, deduplicated, in resolver order), or the
-    /// resolver's words.
-    func resolve(_ host: String) async -> Result<[String], NetworkProbeError>
+    /// resolver's words; a failure with ``NetworkProbeError/timedOut`` when no answer came within
+    /// `timeout` seconds.
+    func resolve(_ host: String, timeout: Double) async -> Result<[String], NetworkProbeError>
     /// Connects to `address`:`port` (a numeric address) and closes at once.
     func connect(address: String, port: Int, timeout: Double) async -> NetworkConnectOutcome
 }
@@ -32,11 +34,14 @@ public struct NetworkProbeError: Error, Sendable, Equatable {
     /// Whether the resolver failed because this process has no descriptor left (it could not
     /// read `/etc/hosts` or open its socket): the run's shortage, not the host's failure.
     public var descriptorsExhausted: Bool
+    /// Whether no answer came within the time allowed (the name servers are silent or slow).
+    public var timedOut: Bool
 
     /// Creates an error.
-    public init(message: String, descriptorsExhausted: Bool = false) {
+    public init(message: String, descriptorsExhausted: Bool = false, timedOut: Bool = false) {
         self.message = message
         self.descriptorsExhausted = descriptorsExhausted
+        self.timedOut = timedOut
     }
 }
 
@@ -45,8 +50,8 @@ public struct SystemNetworkProbe: NetworkProbing {
     /// Creates the probe.
     public init() {}
 
-    public func resolve(_ host: String) async -> Result<[String], NetworkProbeError> {
-        await NetworkProbe.resolve(host)
+    public func resolve(_ host: String, timeout: Double) async -> Result<[String], NetworkProbeError> {
+        await NetworkProbe.resolve(host, timeout: timeout)
     }
 
     public func connect(address: String, port: Int, timeout: Double) async -> NetworkConnectOutcome {
@@ -64,9 +69,34 @@ enum NetworkProbe {
     typealias ProbeError = NetworkProbeError
 
     /// Every address `host` resolves to (IPv4 and IPv6, deduplicated, in resolver order), or the
-    /// resolver's error text. Runs off the cooperative thread pool.
-    static func resolve(_ host: String) async -> Result<[String], ProbeError> {
-        await offPool { resolveNow(host) }
+    /// resolver's error text. Runs off the cooperative thread pool, at most `timeout` seconds: the
+    /// system resolver waits its own timeouts (5 s a try by default, several tries) for silent
+    /// name servers; past the limit the lookup is left to end on its own thread, as libcurl's is.
+    static func resolve(_ host: String, timeout: Double) async -> Result<[String], ProbeError> {
+        await withCheckedContinuation { continuation in
+            let once = ResumeOnce(continuation)
+            let thread = Thread { once.resume(resolveNow(host)) }
+            thread.start()
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(0.001, timeout)) {
+                once.resume(.failure(ProbeError(message: "no answer from the name servers within \(Diagnoser.Walk.seconds(timeout)) s", timedOut: true)))
+            }
+        }
+    }
+
+    /// Resumes a continuation with the first result handed to it; later ones are dropped.
+    private final class ResumeOnce<T: Sendable>: Sendable {
+        private let continuation: Mutex<CheckedContinuation<T, Never>?>
+
+        init(_ continuation: CheckedContinuation<T, Never>) {
+            self.continuation = Mutex(continuation)
+        }
+
+        func resume(_ value: T) {
+            continuation.withLock { waiting in
+                waiting?.resume(returning: value)
+                waiting = nil
+            }
+        }
     }
 
     /// Connects to `address`:`port` and closes at once. Runs off the cooperative thread pool.
