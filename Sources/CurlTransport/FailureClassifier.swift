@@ -171,6 +171,11 @@ package enum FailureClassifier {
             // The CA file given to us (gone or unreadable since the options were checked), not
             // the host's certificate.
             return .invalidRequest
+        case CurlCode.recvError where errorText.contains(" alert "), CurlCode.sendError where errorText.contains(" alert "):
+            // A TLS alert the server sent after the handshake (TLS 1.3 asks for a client
+            // certificate then: "tlsv13 alert certificate required"): the server refuses TLS
+            // with this client, which no retry changes, not a connection that broke.
+            return .tlsFailure
         case CurlCode.recvError, CurlCode.sendError, CurlCode.partialFile, CurlCode.gotNothing,
             CurlCode.http2, CurlCode.http2Stream:
             return .transferFailure

@@ -588,6 +588,10 @@ final class Transfer {
             break
         }
         var failure = TransferFailure(kind: kind, curlCode: Int(code.rawValue), message: text, tlsVerifyResult: verifyResult)
+        // libcurl 7.88 times the connect only once the whole connection (TLS included) is made;
+        // the address a connection was made to is set as soon as the TCP connect is.
+        failure.reached = secondsInfo(CURLINFO_APPCONNECT_TIME_T) > 0 ? .secured
+            : (!(stringInfo(CURLINFO_PRIMARY_IP) ?? "").isEmpty ? .connected : .nothing)
         if headersEnded, lastStatus > 0 {
             // A whole header block came before the failure (a 200 whose body was too large,
             // stalled or cut): its status and headers are known, and said.

@@ -51,6 +51,18 @@ extension TransferFailureKind {
     public var isRunFailure: Bool { isProcessShortage || self == .invalidRequest || self == .cancelled }
 }
 
+/// How far a transfer got.
+public enum TransferPhase: Int, Sendable, Hashable, Comparable {
+    /// No connection (the name, or the connect, did not get through).
+    case nothing
+    /// A TCP connection, no finished TLS handshake.
+    case connected
+    /// A TLS handshake done.
+    case secured
+
+    public static func < (lhs: TransferPhase, rhs: TransferPhase) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
 /// A failed transfer: the kind, curl's own code and message for the record.
 public struct TransferFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, classified.
@@ -64,6 +76,9 @@ public struct TransferFailure: Error, Sendable, Hashable, CustomStringConvertibl
     /// The status line and headers that arrived before the transfer failed, when a whole header
     /// block did (a 200 whose body was too large, stalled or broke off); its body is empty.
     public var response: TransferResponse?
+    /// How far the transfer got before it failed: a TCP connection made, a TLS handshake done
+    /// (libcurl's connect and handshake times), so a failure is told to the phase it came in.
+    public var reached: TransferPhase = .nothing
 
     /// Creates a failure.
     public init(kind: TransferFailureKind, curlCode: Int = 0, message: String, tlsVerifyResult: Int = 0, response: TransferResponse? = nil) {

@@ -605,10 +605,11 @@ struct RunLogicTests {
             ("redirect", .status(301, headers: [("Location", "https://www.example.com/")]), "http http-redirect"),
             ("not found", .status(404), "http http-client-error"),
             ("server error", .status(503), "http http-server-error"),
-            ("reset mid-body", .fail(.transferFailure, "Recv failure: Connection reset by peer"), "http transfer-failure"),
-            ("stall after headers", .fail(.timeout, "Operation timed out after 2001 milliseconds with 10 out of 1000 bytes received"), "http timeout"),
-            ("handshake timeout", .fail(.timeout, "Connection timed out after 1001 milliseconds"), "tls timeout"),
-            ("handshake broken", .fail(.transferFailure, "OpenSSL SSL_connect: SSL_ERROR_SYSCALL"), "tls transfer-failure"),
+            ("reset mid-body", .fail(.transferFailure, "Recv failure: Connection reset by peer", reached: .secured), "http transfer-failure"),
+            ("stall after headers", .fail(.timeout, "Operation timed out after 2001 milliseconds with 10 out of 1000 bytes received", reached: .secured),
+             "http timeout"),
+            ("handshake timeout", .fail(.timeout, "Connection timed out after 1001 milliseconds", reached: .connected), "tls timeout"),
+            ("handshake broken", .fail(.transferFailure, "OpenSSL SSL_connect: SSL_ERROR_SYSCALL", reached: .connected), "tls transfer-failure"),
             ("too large", .fail(.tooLarge), "http too-large"),
             ("HTML", .status(200, headers: [("Content-Type", "text/html")], body: "<!DOCTYPE html><html></html>"), "json invalid-json"),
             ("not a file", .json(#"{"hello":"world"}"#), "structure not-an-association-file"),
@@ -696,6 +697,25 @@ struct RunLogicTests {
         let developer = await Self.diagnose("applinks:example.com?mode=developer", transport: untrusted)
         #expect(Self.blame(developer) == "none ok")
         #expect(developer.steps.contains { $0.step == "tls" && $0.status == .warned && $0.code == "tls-untrusted" })
+    }
+
+    /// A timeout or a break is the step of how far the transfer got (libcurl's timings), and a
+    /// handshake is said to have completed only when one was timed. Regression: a lookup that
+    /// timed out ("Resolving timed out") was an HTTP timeout after "the handshake completed".
+    @Test(arguments: [
+        (TransferFailureKind.timeout, "Resolving timed out after 2000 milliseconds", TransferPhase.nothing, "dns", false),
+        (.timeout, "Failed to connect to example.com port 443 after 5000 ms: Timeout was reached", .nothing, "tcp", false),
+        (.timeout, "Operation timed out after 5000 milliseconds", .connected, "tls", false),
+        (.timeout, "Operation timed out after 10000 milliseconds with 0 bytes received", .secured, "http", true),
+        (.transferFailure, "Connection reset by peer", .connected, "tls", false),
+        (.transferFailure, "Connection reset by peer", .secured, "http", true),
+    ])
+    func aFailureBelongsToThePhaseItCameIn(kind: TransferFailureKind, message: String, reached: TransferPhase, step: String, handshake: Bool) async {
+        let transport = ScriptedTransport()
+        transport.on(Self.wellKnown, .fail(kind, message, reached: reached))
+        let diagnosis = await Self.diagnose(transport: transport)
+        #expect(Self.blame(diagnosis) == "\(step) \(kind.rawValue)", "\(diagnosis.steps.map { "\($0.step) \($0.status)" })")
+        #expect(diagnosis.steps.contains { $0.step == "tls" && $0.status == .passed } == handshake)
     }
 
     @Test func theDiagnosisBlamesTheUserAgentAndTheCDN() async {

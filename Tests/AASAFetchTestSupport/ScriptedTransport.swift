@@ -31,9 +31,12 @@ public final class ScriptedTransport: HTTPTransferring, Sendable {
             .status(200, headers: [("Content-Type", "application/json")] + headers, body: body)
         }
 
-        /// A failure of this kind.
-        public static func fail(_ kind: TransferFailureKind, _ message: String = "scripted failure", tlsVerifyResult: Int = 0) -> Answer {
-            .failure(TransferFailure(kind: kind, message: message, tlsVerifyResult: tlsVerifyResult))
+        /// A failure of this kind, after the transfer got as far as `reached`.
+        public static func fail(_ kind: TransferFailureKind, _ message: String = "scripted failure", tlsVerifyResult: Int = 0,
+                                reached: TransferPhase = .nothing) -> Answer {
+            var failure = TransferFailure(kind: kind, message: message, tlsVerifyResult: tlsVerifyResult)
+            failure.reached = reached
+            return .failure(failure)
         }
     }
 

@@ -84,6 +84,16 @@ struct HostileServerTests {
 
 /// How the classifier tells the run's own failures and the new server failures apart (pure).
 struct HostileFailureClassifierTests {
+    /// A TLS alert read after the handshake (TLS 1.3's "certificate required") is the server
+    /// refusing TLS with this client: `tls-failure`, not a broken connection that a retry may
+    /// mend. Regression: `transfer-failure` under TLS 1.3, `tls-failure` under TLS 1.2.
+    @Test func aTLSAlertAfterTheHandshakeIsATLSFailure() {
+        let alert = "OpenSSL SSL_read: error:0A00045C:SSL routines::tlsv13 alert certificate required, errno 0"
+        #expect(FailureClassifier.classify(curlCode: CurlCode.recvError, tlsVerifyResult: 0, errorText: alert) == .tlsFailure)
+        #expect(FailureClassifier.classify(curlCode: CurlCode.sendError, tlsVerifyResult: 0, errorText: alert) == .tlsFailure)
+        #expect(FailureClassifier.classify(curlCode: CurlCode.recvError, tlsVerifyResult: 0, errorText: "Connection reset by peer") == .transferFailure)
+    }
+
     @Test func aDescriptorShortageIsNeverTheHosts() {
         for code in [CurlCode.couldntConnect, CurlCode.couldntResolveHost, CurlCode.sslCACertBadFile, CurlCode.outOfMemory] {
             #expect(FailureClassifier.classify(curlCode: code, tlsVerifyResult: 0, errorText: "", descriptorShortage: true) == .descriptorsExhausted)

@@ -57,8 +57,8 @@ extension Diagnoser.Walk {
         switch outcome {
         case .failure(let failure):
             let step = Self.phase(of: failure)
-            // A request libcurl never made, or that this process could not make, proves no handshake.
-            if step == "http", !failure.kind.isRunFailure {
+            // Only a handshake libcurl timed is said to have completed.
+            if step == "http", !failure.kind.isRunFailure, failure.reached == .secured {
                 add(DiagnosisStep(step: "tls", title: "TLS", status: .passed,
                                   summary: "the handshake completed (the transfer failed afterwards, so no certificate details)"))
             }
@@ -115,15 +115,19 @@ extension Diagnoser.Walk {
         return (result, url, userAgent)
     }
 
-    /// The step a transfer failure belongs to: a connect-phase timeout or a broken handshake is TLS
-    /// (the bare TCP connect already succeeded), the rest of the transfer is HTTP.
+    /// The step a transfer failure belongs to, by how far the transfer got (libcurl's connect and
+    /// handshake times), not by libcurl's words: a timeout or a break before any connection is the
+    /// name's (a lookup that timed out) or the connect's, after the connection and before the
+    /// handshake ended TLS's, after it HTTP's. (The words made a slow name server an HTTP timeout
+    /// after a handshake said to have completed.)
     static func phase(of failure: TransferFailure) -> String {
-        let text = failure.message.lowercased()
         switch failure.kind {
         case .dnsFailure, .privateAddress: return "dns"
         case .connectFailure: return "tcp"
-        case .timeout: return text.contains("connection timed out") || text.contains("ssl") ? "tls" : "http"
-        case .transferFailure: return text.contains("ssl") || text.contains("handshake") ? "tls" : "http"
+        case .timeout, .transferFailure:
+            if failure.response != nil || failure.reached == .secured { return "http" }
+            if failure.reached == .connected { return "tls" }
+            return failure.message.lowercased().contains("resolv") ? "dns" : "tcp"
         case .tlsUntrusted, .tlsExpired, .tlsNotYetValid, .tlsHostnameMismatch, .tlsFailure: return "tls"
         case .tooLarge, .invalidRequest, .invalidResponse, .headersTooLarge, .descriptorsExhausted, .threadsExhausted, .cancelled: return "http"
         }
