@@ -662,6 +662,16 @@ struct RunLogicTests {
         #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe())) == "dns dns-failure")
         #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe(addresses: [Self.host: ["10.0.0.7"]])))
                 == "dns private-address")
+        // A ?mode= entry is fetched by the device itself: not "Apple's CDN refuses them", not
+        // "use ?mode=developer".
+        let direct = await Self.diagnose("applinks:example.com?mode=developer", transport: good,
+                                         probe: ScriptedNetworkProbe(addresses: [Self.host: ["10.0.0.7"]]))
+        #expect(Self.blame(direct) == "dns private-address")
+        let dns: DiagnosisStep? = direct.steps.first { $0.step == "dns" }
+        let summary: String = dns?.summary ?? ""
+        let fix: String = dns?.fix ?? ""
+        #expect(summary.contains("a device fetches this ?mode= entry itself") && !summary.contains("CDN"), "\(summary)")
+        #expect(fix.contains("--allow-private") && !fix.contains("?mode="), "\(fix)")
         #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe(
             addresses: [Self.host: [Self.address]], connects: [Self.address: .failed("Connection refused")]))) == "tcp connect-failure")
         #expect(Self.blame(await Self.diagnose(transport: good, probe: ScriptedNetworkProbe(

@@ -64,7 +64,14 @@ extension Diagnoser.Walk {
         let summary = "\(host) → \(addresses.joined(separator: ", "))"
             + (target.connectToEntry != nil ? " (via --connect-to)" : (target.fixedAddresses != nil ? " (from --resolve)" : ""))
         let privateFix = AASAFetcher.fix(for: .privateAddress)
-        if !privateOnes.isEmpty, privateOnes.count == addresses.count, !options.allowPrivateAddresses {
+        if !privateOnes.isEmpty, privateOnes.count == addresses.count, !options.allowPrivateAddresses, entry.mode != nil {
+            // A ?mode= entry is fetched by the device itself, never through the CDN: on the same
+            // network it may reach these.
+            add(DiagnosisStep(step: "dns", title: "DNS", status: .failed, code: "private-address",
+                              summary: "\(summary): only private or reserved addresses; a device fetches this ?mode= entry itself and may reach them on its network, but this tool refuses them without --allow-private",
+                              details: dnsDetails, fix: "pass --allow-private to check the entry as a device on that network would"))
+            return nil
+        } else if !privateOnes.isEmpty, privateOnes.count == addresses.count, !options.allowPrivateAddresses {
             add(DiagnosisStep(step: "dns", title: "DNS", status: .failed, code: "private-address",
                               summary: "\(summary): only private or reserved addresses; Apple's CDN refuses them (SWCERR00202) and so does this tool without --allow-private",
                               details: dnsDetails, fix: privateFix))
