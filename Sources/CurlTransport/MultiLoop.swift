@@ -254,6 +254,9 @@ final class MultiLoop {
     /// run again at once.
     private func nudgeConnects(now: UInt64) {
         guard now &- lastNudge >= Self.nudgeInterval else { return }
+        // Sockets opened since `now` was read (in the socket actions before this) are younger
+        // than it: the time is read again so that none looks older than it is.
+        let now = Self.monotonicNanoseconds()
         lastNudge = now
         for transfer in transfers.values where transfer.stillConnecting() && now &- transfer.connectingSince >= Self.nudgeInterval {
             transfer.runSoon()

@@ -58,6 +58,8 @@ final class Transfer {
     private(set) var refusedAddresses: [String] = []
     /// Sockets the open-socket callback opened (addresses that were allowed).
     private(set) var openedSockets = 0
+    /// Whether a lookup that times out is left to finish on its own thread (``AbandonedLookups``).
+    private var quickExit = false
     /// The socket of the connection being made (the last one the open-socket callback opened)
     /// while the transfer is not connected yet; -1 when none. See ``MultiLoop``'s nudge.
     private(set) var connectingSocket: Int32 = -1
@@ -131,7 +133,9 @@ final class Transfer {
         // A name lookup that timed out leaves its resolver thread to finish on its own: without
         // this, libcurl 7.88 joins it when the transfer ends, and the loop thread (every transfer
         // on it) waited for the system resolver's own timeouts, about 30 s, past `--max-time`.
-        try setLong(CURLOPT_QUICK_EXIT, 1, "QUICK_EXIT")
+        // Bounded: see AbandonedLookups.
+        quickExit = AbandonedLookups.mayAbandon(now: UInt64(ccurl_monotonic_ns()))
+        try setLong(CURLOPT_QUICK_EXIT, quickExit ? 1 : 0, "QUICK_EXIT")
         try setString(CURLOPT_URL, request.url, "URL")
         try setString(CURLOPT_PROTOCOLS_STR, request.allowPlainHTTP ? "http,https" : "https", "PROTOCOLS_STR")
         try setString(CURLOPT_REDIR_PROTOCOLS_STR, "https", "REDIR_PROTOCOLS_STR")
@@ -587,12 +591,15 @@ final class Transfer {
         default:
             break
         }
+        if quickExit, code == CURLE_OPERATION_TIMEDOUT, text.contains("Resolving timed out") {
+            AbandonedLookups.noteAbandoned(now: UInt64(ccurl_monotonic_ns()))
+        }
         var failure = TransferFailure(kind: kind, curlCode: Int(code.rawValue), message: text, tlsVerifyResult: verifyResult)
         // libcurl 7.88 times the connect only once the whole connection (TLS included) is made;
         // the address a connection was made to is set as soon as the TCP connect is.
         failure.reached = secondsInfo(CURLINFO_APPCONNECT_TIME_T) > 0 ? .secured
             : (!(stringInfo(CURLINFO_PRIMARY_IP) ?? "").isEmpty ? .connected : .nothing)
-        if headersEnded, lastStatus > 0 {
+        if headersEnded, lastStatus >= 200 {
             // A whole header block came before the failure (a 200 whose body was too large,
             // stalled or cut): its status and headers are known, and said.
             var response = makeResponse()

@@ -53,6 +53,7 @@ public enum IDNA {
             case UInt8(ascii: "-"):
                 guard previous != UInt8(ascii: ".") else { return nil }
                 labelLength += 1
+                if labelLength == 2 { startsWithXN = false }
                 if labelLength == 3 { hyphenAtThird = true }
                 // An `xn--` label is Punycode: libidn2 checks that it decodes.
                 if labelLength == 4 && hyphenAtThird && startsWithXN { return nil }

@@ -255,10 +255,11 @@ struct HostileInputTests {
             "garbage.fault.test": .raw("SSH-2.0-OpenSSH_9.2\r\n"),
             "bigheader.fault.test": .bigHeader(headerBytes: 1024 * 1024),
             "trailers.fault.test": .endlessTrailers(body: "{}"),
+            "early.fault.test": .raw("HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"),
         ])
         let server = try await FaultServer.start(script: script, certificate: try ca.leaf(for: ["fault.test", "*.fault.test"]))
         defer { server.stop() }
-        let hosts = ["notmodified", "http09", "garbage", "bigheader", "trailers"].map { "\($0).fault.test" }
+        let hosts = ["notmodified", "http09", "garbage", "bigheader", "trailers", "early"].map { "\($0).fault.test" }
         let run = try ToolRunner.run(hosts.flatMap { ["--domain", "applinks:\($0)"] } + [
             "--cacert", ca.caCertPath, "--connect-to", server.connectTo, "--allow-private", "--retry-delays", "", "--quiet",
             "--app-id", Self.appID, "--json", "--max-time", "60",
@@ -272,6 +273,9 @@ struct HostileInputTests {
         #expect(report.domain("garbage.fault.test")?["code"] as? String == "invalid-response")
         #expect(report.domain("bigheader.fault.test")?["code"] as? String == "headers-too-large")
         #expect(report.domain("trailers.fault.test")?["code"] as? String == "headers-too-large")
+        // An interim 103 and then nothing: a failure with no status (it said 103, an answer).
+        let early = report.domain("early.fault.test")
+        #expect(early?["code"] as? String != "ok" && early?["httpStatus"] is NSNull, "\(String(describing: early))")
     }
 
     /// Answers libcurl 7.88 takes for something else: a connection closed inside the header block

@@ -89,8 +89,8 @@ struct InputGrammarTests {
     }
 
     /// A second `--domains`, `--entitlements` or `--app` is a usage error in every command that
-    /// reads inputs, on the command line and with a config file's value beside it (which the
-    /// command line's overrides). Regression: the parser kept the last one, so a failing list
+    /// reads inputs; an environment variable's value beside the command line's is not (the
+    /// command line's overrides it). Regression: the parser kept the last one, so a failing list
     /// given first was never read and the run exited 0.
     @Test(arguments: inputCommands.map(\.name))
     func aRepeatedSingleInputIsAUsageError(_ name: String) throws {
@@ -103,6 +103,10 @@ struct InputGrammarTests {
             #expect(error["code"] as? String == "usage")
             #expect((error["message"] as? String)?.contains("\(option) is given 2 times ('first', 'second')") == true, "\(error)")
         }
+        // The environment's value beside the command line's is no repetition: the command line wins.
+        let overridden = try ToolRunner.run(prefix + ["--domains", "/nonexistent/list.txt", "--json", "--no-config"],
+                                            environment: ["AASA_FETCH_DOMAINS": "/nonexistent/other.txt"])
+        #expect(overridden.status != 64 && !overridden.stdout.contains("is given"), "\(overridden.stdout)")
         #expect(OptionSources.repeatedInputOption(in: prefix + ["--domains", "a", "--domain", "x", "--app-id", "A.b"]) == nil)
         #expect(OptionSources.repeatedInputOption(in: prefix + ["--domains", "a", "--", "--domains"]) == nil)
     }
@@ -137,6 +141,7 @@ struct InputGrammarTests {
         // an unknown service `localhost` naming "the IP address 8080".
         #expect(InputOptions.entry(fromDomainOption: "localhost:8080").entry == "applinks:localhost:8080")
         #expect(InputOptions.entryString(fromLine: "intranet:8443") == "applinks:intranet:8443")
+        #expect(InputOptions.entry(fromDomainOption: "localhost:8080?mode=developer").entry == "applinks:localhost:8080?mode=developer")
         #expect(InputOptions.entry(fromDomainOption: "webcredentials:8080").entry == "webcredentials:8080")
         let single = try Self.input(["plan", "--domain", "localhost:8080"]).load()
         #expect(single.entries.first?.errorCode == "entitlement-port", "\(single.entries.first?.findings ?? [])")

@@ -46,9 +46,18 @@ struct ResolverTimeoutTests {
     /// `--max-time 2`.
     @Test(.enabled(if: available, "needs unshare -rnm and python3"))
     func aNameServerThatNeverAnswersCostsOnlyTheTimeLimit() throws {
-        let report = try Self.run(["fetch", "--no-store", "--threads", "1", "--domain", "applinks:silent-dns.example.com",
+        // A second host on the same loop (one loop, one transfer at a time), queued behind the
+        // first: an address of the namespace where nothing listens, refused at once. Its time
+        // counts from when it was queued, so it shows how long the loop was held.
+        let report = try Self.run(["fetch", "--no-store", "--threads", "1", "--concurrency", "1", "--domain", "applinks:silent-dns.example.com",
+                                   "--domain", "applinks:other.example.net", "--resolve", "other.example.net:443:127.0.0.1", "--allow-private",
                                    "--app-id", FetchIntegrationTests.appID, "--retry-delays", "", "--connect-timeout", "1", "--max-time", "2"])
-        let domain = try #require((report["domains"] as? [[String: Any]])?.first, "\(report)")
+        let domains = report["domains"] as? [[String: Any]] ?? []
+        let domain = try #require(domains.first { $0["host"] as? String == "silent-dns.example.com" }, "\(report)")
+        let other = try #require(domains.first { $0["host"] as? String == "other.example.net" }, "\(report)")
+        #expect(other["code"] as? String == "connect-failure", "\(other)")
+        let otherAttempts = (other["attempts"] as? [[String: Any]])?.compactMap { $0["milliseconds"] as? Int } ?? []
+        #expect(otherAttempts.allSatisfy { $0 < 5_000 }, "the loop was held: \(otherAttempts)")
         #expect(domain["code"] as? String == "timeout", "\(domain)")
         let attempts = (domain["attempts"] as? [[String: Any]])?.compactMap { $0["milliseconds"] as? Int } ?? []
         // --max-time 2: the attempt ends then (libcurl's resolver gives up at the connect time,

@@ -35,6 +35,7 @@ struct EntryParserTests {
         ("https://example.com", "entitlement-scheme"),
         ("example.com:443", "entitlement-missing-service"),
         ("localhost:8080", "entitlement-missing-service"),
+        ("localhost:8080?mode=developer", "entitlement-missing-service"),
         ("webcredentials:192.168.1.20:8443", "entitlement-ip-address"),
         ("appclips:*.example.com", "entitlement-wildcard-appclips"),
         ("applinks:www.*.example.com", "entitlement-wildcard-position"),

@@ -635,7 +635,9 @@ struct RunLogicTests {
         func resolve(_ host: String, timeout: Double) async -> Result<[String], NetworkProbeError> { .success(addresses) }
         func connect(address: String, port: Int, timeout: Double) async -> NetworkConnectOutcome {
             lock.withLock { asked.append(timeout) }
-            try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+            // The whole timeout (whole milliseconds made a share under 1 ms no wait at all, and
+            // the step then tried every address in the last fraction of a millisecond).
+            try? await Task.sleep(for: .nanoseconds(Int(timeout * 1_000_000_000)))
             return .timedOut
         }
     }
@@ -726,6 +728,18 @@ struct RunLogicTests {
         let diagnosis = await Self.diagnose(transport: transport)
         #expect(Self.blame(diagnosis) == "\(step) \(kind.rawValue)", "\(diagnosis.steps.map { "\($0.step) \($0.status)" })")
         #expect(diagnosis.steps.contains { $0.step == "tls" && $0.status == .passed } == handshake)
+    }
+
+    /// A failure after a whole header block keeps the status, but the step's detail names the
+    /// failure first: it read "HTTP 200" under a too-large failure.
+    @Test func aFailureAfterAnAnswerIsNotShownAsTheAnswer() async {
+        let transport = ScriptedTransport()
+        transport.on(Self.wellKnown, .fail(.tooLarge, "the answer announces 999999999 bytes", reached: .secured, afterStatus: 200))
+        let diagnosis = await Self.diagnose(transport: transport)
+        #expect(Self.blame(diagnosis) == "http too-large")
+        let details = diagnosis.steps.first { $0.step == "http" }?.details ?? []
+        #expect(details.contains { $0.hasSuffix("apple-app-site-association: too-large (after HTTP 200) in 0 ms") || $0.contains(": too-large (after HTTP 200) in ") }, "\(details)")
+        #expect(!details.contains { $0.contains(": HTTP 200 in ") }, "\(details)")
     }
 
     @Test func theDiagnosisBlamesTheUserAgentAndTheCDN() async {

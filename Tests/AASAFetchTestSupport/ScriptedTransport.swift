@@ -33,9 +33,10 @@ public final class ScriptedTransport: HTTPTransferring, Sendable {
 
         /// A failure of this kind, after the transfer got as far as `reached`.
         public static func fail(_ kind: TransferFailureKind, _ message: String = "scripted failure", tlsVerifyResult: Int = 0,
-                                reached: TransferPhase = .nothing) -> Answer {
+                                reached: TransferPhase = .nothing, afterStatus status: Int? = nil) -> Answer {
             var failure = TransferFailure(kind: kind, message: message, tlsVerifyResult: tlsVerifyResult)
             failure.reached = reached
+            failure.response = status.map { TransferResponse(status: $0, headers: [], body: [], url: "") }
             return .failure(failure)
         }
     }

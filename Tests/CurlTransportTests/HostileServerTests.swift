@@ -87,6 +87,20 @@ struct HostileFailureClassifierTests {
     /// A TLS alert read after the handshake (TLS 1.3's "certificate required") is the server
     /// refusing TLS with this client: `tls-failure`, not a broken connection that a retry may
     /// mend. Regression: `transfer-failure` under TLS 1.3, `tls-failure` under TLS 1.2.
+    /// Lookups left to finish on their own threads are bounded: past the limit within the window,
+    /// transfers join their resolver thread again. Regression: one thread per silent host, 3,007
+    /// threads for 3,000 hosts. (Times far from the clock's: the real transfers of other tests,
+    /// whose entries are older by wrap-around, do not count here, nor these there.)
+    @Test func abandonedLookupsAreBounded() {
+        let start = UInt64(1) << 62
+        #expect(AbandonedLookups.mayAbandon(now: start))
+        for index in 0..<AbandonedLookups.limit {
+            AbandonedLookups.noteAbandoned(now: start + UInt64(index))
+        }
+        #expect(!AbandonedLookups.mayAbandon(now: start + 1_000_000_000))
+        #expect(AbandonedLookups.mayAbandon(now: start + AbandonedLookups.window + UInt64(AbandonedLookups.limit) + 1))
+    }
+
     @Test func aTLSAlertAfterTheHandshakeIsATLSFailure() {
         let alert = "OpenSSL SSL_read: error:0A00045C:SSL routines::tlsv13 alert certificate required, errno 0"
         #expect(FailureClassifier.classify(curlCode: CurlCode.recvError, tlsVerifyResult: 0, errorText: alert) == .tlsFailure)

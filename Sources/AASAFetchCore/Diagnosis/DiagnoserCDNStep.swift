@@ -9,7 +9,14 @@ extension Diagnoser.Walk {
         let fetcher = CDNFetcher(transport: diagnoser.cdnTransport, options: diagnoser.options, base: diagnoser.cdnBase)
         let result = await fetcher.fetch(host: host)
         let headers = result.cdn
-        var details = ["GET \(result.url) → " + (result.httpStatus.map { "HTTP \($0)" } ?? result.code)
+        // A transfer that failed after a whole header block keeps that status: the failure first.
+        let outcome: String
+        if let attempt = result.attempts.last, attempt.code != "ok" {
+            outcome = attempt.code + (attempt.httpStatus.map { " (after HTTP \($0))" } ?? "")
+        } else {
+            outcome = result.httpStatus.map { "HTTP \($0)" } ?? result.code
+        }
+        var details = ["GET \(result.url) → " + outcome
             + (headers.map { $0.httpVersion.isEmpty ? "" : " over HTTP/\($0.httpVersion)" } ?? "")]
         if let headers {
             if let reason = headers.failureReason {

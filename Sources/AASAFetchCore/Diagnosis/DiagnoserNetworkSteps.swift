@@ -108,7 +108,8 @@ extension Diagnoser.Walk {
         let deadline = ContinuousClock.now + .milliseconds(Int(options.connectTimeout * 1000))
         for (index, address) in usable.enumerated() {
             let remaining = ContinuousClock.now.duration(to: deadline)
-            guard remaining > .zero else {
+            // A few milliseconds left are none: a connect needs more than that.
+            guard remaining > .milliseconds(10) else {
                 sawTimeout = true
                 tcpDetails.append("\(usable.count - index) more address\(usable.count - index == 1 ? "" : "es") not tried: the --connect-timeout of \(options.connectTimeout) s was spent")
                 break

@@ -337,7 +337,8 @@ public struct EntryParser: Sendable {
         guard let colon = EntryText.firstIndex(of: ":", in: text) else { return nil }
         let prefix = text[..<colon].utf8
         if prefix.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "[") }) { return nil }
-        let rest = text[text.index(after: colon)...].utf8
+        // The port ends where a `?mode=` begins.
+        let rest = text[text.index(after: colon)...].utf8.prefix { $0 != UInt8(ascii: "?") }
         if !rest.isEmpty, rest.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
            !Service.known.contains(where: { $0.name == String(text[..<colon]).lowercased() }) {
             return nil

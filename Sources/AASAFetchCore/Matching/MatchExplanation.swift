@@ -312,7 +312,12 @@ extension CompiledAssociation {
         }
         let bytes = context.text(urlPart, percentEncoded: percentEncoded, caseSensitive: true)
         let text = String(decoding: bytes, as: UTF8.self)
-        let (matched, steps) = pattern.matchCost(text)
+        // The URL's budget spent (by the decision, or parts before this one): out of work.
+        guard context.steps <= CompiledPattern.maxSteps else {
+            return PartFailure(part: part, name: name, pattern: pattern.source, text: text, tooComplex: true)
+        }
+        let (matched, steps) = pattern.matchCost(text, startingAt: context.steps)
+        context.steps = steps
         if matched { return nil }
         if steps > CompiledPattern.maxSteps {
             // Out of work, not a plain mismatch: explaining would cost as much again.

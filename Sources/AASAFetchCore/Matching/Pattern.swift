@@ -122,12 +122,13 @@ public final class CompiledPattern: Sendable {
     public static let maxStates = 65_536
     /// The most automaton states the patterns of one file may build together.
     public static let maxStatesPerFile = 262_144
-    /// The most work (transitions examined) one pattern may take against one text: past it the
-    /// pattern does not match. States × text length is the cost, and both are bounded apart (a
-    /// pattern of 65,536 states, a 1 MiB `--cases` line) but not their product: a line of four
-    /// such patterns and a URL of 448,576 bytes ran for more than ten minutes. About a quarter of
-    /// a second in a release build; a pattern of 500 states against a 64 KiB URL fits.
-    public static let maxSteps = 1 << 25
+    /// The most work (transitions examined: each active state's edges and one more, per byte) the
+    /// patterns of a file may take against one URL together: past it an automaton does not match.
+    /// States × text length is the cost, and both are bounded apart (65,536 states a pattern,
+    /// 262,144 a file, a 1 MiB `--cases` line) but not their product: a line of four such
+    /// patterns and a URL of 448,576 bytes ran for more than ten minutes. About a second in a
+    /// release build; patterns of 2,000 states in all against a 16 KiB URL fit.
+    public static let maxSteps = 1 << 27
 
     /// What is left of a file's state budget while its patterns compile.
     final class Budget {
@@ -271,14 +272,15 @@ public final class CompiledPattern: Sendable {
 
     /// Matches and counts the automaton's work (transitions examined), which is bounded by the
     /// text length times the number of transitions: the proof that matching never backtracks.
-    public func matchCost(_ text: String) -> (matched: Bool, steps: Int) {
+    /// `start`: work already done for the same URL (its budget is shared by every pattern).
+    public func matchCost(_ text: String, startingAt start: Int = 0) -> (matched: Bool, steps: Int) {
         var bytes = Array(text.utf8)
         if !caseSensitive {
             bytes = bytes.withUnsafeBufferPointer { UTF8Text.caseFolded($0) }
         }
         return bytes.withUnsafeBufferPointer { buffer in
             let normalised = role == .path ? Self.normalisedPath(buffer) : buffer
-            var steps = 0
+            var steps = start
             let matched = matches(prepared: normalised, steps: &steps)
             return (matched, steps)
         }

@@ -56,6 +56,10 @@ struct URLContext {
     /// Query names looked up so far (``queryItemMatches(name:pattern:percentEncoded:)``), kept
     /// here so a few lookups allocate nothing.
     private var itemLookups = 0
+    /// The matching work done for this URL so far (transitions examined, every pattern together):
+    /// past ``CompiledPattern/maxSteps`` an automaton no longer matches, so one URL costs at most
+    /// that however many patterns a file holds.
+    var steps = 0
 
     init(input: URLInput) {
         self.input = input
@@ -123,18 +127,24 @@ struct URLContext {
     @inline(__always)
     mutating func matches(_ pattern: CompiledPattern, part: Part, percentEncoded: Bool) -> Bool {
         if case .anything = pattern.engine { return true }
-        return withText(part, percentEncoded: percentEncoded, caseSensitive: pattern.caseSensitive) {
-            pattern.matches(prepared: $0)
+        var used = steps
+        let matched = withText(part, percentEncoded: percentEncoded, caseSensitive: pattern.caseSensitive) {
+            pattern.matches(prepared: $0, steps: &used)
         }
+        steps = used
+        return matched
     }
 
     /// Whether a path pattern matches the URL's path.
     @inline(__always)
     mutating func matchesPath(_ pattern: CompiledPattern, percentEncoded: Bool) -> Bool {
         if case .anything = pattern.engine { return true }
-        return withText(.path, percentEncoded: percentEncoded, caseSensitive: pattern.caseSensitive) {
-            pattern.matches(prepared: $0)
+        var used = steps
+        let matched = withText(.path, percentEncoded: percentEncoded, caseSensitive: pattern.caseSensitive) {
+            pattern.matches(prepared: $0, steps: &used)
         }
+        steps = used
+        return matched
     }
 
     /// The query items (name, value) as a pattern of the given options sees them.
@@ -175,6 +185,9 @@ struct URLContext {
 
     /// Whether every item called `name` matches `pattern` (an absent item reads as `""`).
     mutating func queryItemMatches(name: [UInt8], pattern: CompiledPattern, percentEncoded: Bool) -> Bool {
+        var used = steps
+        defer { steps = used }
+        func run(_ value: UnsafeBufferPointer<UInt8>) -> Bool { pattern.matches(prepared: value, steps: &used) }
         itemLookups += 1
         if itemLookups > Self.scannedLookups {
             let store = store()
@@ -189,8 +202,8 @@ struct URLContext {
                 store.itemIndexes[slot] = built
                 index = built
             }
-            guard let positions = index[name] else { return pattern.matches(prepared: UnsafeBufferPointer(start: nil, count: 0)) }
-            return positions.allSatisfy { position in items[position].value.withUnsafeBufferPointer { pattern.matches(prepared: $0) } }
+            guard let positions = index[name] else { return run(UnsafeBufferPointer(start: nil, count: 0)) }
+            return positions.allSatisfy { position in items[position].value.withUnsafeBufferPointer { run($0) } }
         }
         var found = false
         var allMatch = true
@@ -198,19 +211,19 @@ struct URLContext {
             Self.forEachRawItem(raw(.query), present: input.ranges.query != nil) { itemName, value in
                 guard allMatch, CompiledPattern.equal(itemName, name) else { return }
                 found = true
-                if !pattern.matches(prepared: value) { allMatch = false }
+                if !run(value) { allMatch = false }
             }
         } else {
             for item in items(percentEncoded: percentEncoded, caseSensitive: pattern.caseSensitive) where item.name == name {
                 found = true
-                let matched = item.value.withUnsafeBufferPointer { pattern.matches(prepared: $0) }
+                let matched = item.value.withUnsafeBufferPointer { run($0) }
                 if !matched {
                     allMatch = false
                     break
                 }
             }
         }
-        if !found { return pattern.matches(prepared: UnsafeBufferPointer(start: nil, count: 0)) }
+        if !found { return run(UnsafeBufferPointer(start: nil, count: 0)) }
         return allMatch
     }
 }
