@@ -51,7 +51,8 @@ final class MultiLoop {
     private var pauseRestarts: [UInt64: Int] = [:]
     /// When ``nudgeConnects(now:)`` last looked (monotonic nanoseconds).
     private var lastNudge: UInt64 = 0
-    /// Transfers whose open-socket callback refused an address since the last nudge.
+    /// Transfers whose open-socket callback refused an address, not yet run again
+    /// (``runRefused()``).
     private var refusedAddress: [UInt64] = []
     /// How often the loop looks at connections being made while transfers run, and the shortest
     /// connect it nudges.
@@ -244,14 +245,14 @@ final class MultiLoop {
     /// when the socket or a timer of the transfer wakes it, and no timer is set for that share:
     /// a first address that never answers held the transfer until the whole connect timeout ran
     /// out, the good second address untried (`curl`, which runs every transfer at least once a
-    /// second, tried it after 2.5 s). Acting on the socket with no event runs the transfer's
+    /// second, tried it after 2.5 s). Running the transfer again (``Transfer/runSoon()``) runs its
     /// connect step, which checks its share. Costs one look every interval, only while
-    /// connections are being made.
+    /// connections are being made. (Acting on its socket with no event did not move it on.)
     ///
     /// A refused address (private or reserved) fails before any socket exists, and libcurl 7.88
     /// waits in the same way before it tries the next one (200 ms, then half of the connect time
-    /// left: 20 refused addresses ahead of an allowed one made a `timeout`). Such a transfer is
-    /// run again at once.
+    /// left: 20 refused addresses ahead of an allowed one made a `timeout`): ``runRefused()``
+    /// runs such a transfer again at once.
     private func nudgeConnects(now: UInt64) {
         guard now &- lastNudge >= Self.nudgeInterval else { return }
         // Sockets opened since `now` was read (in the socket actions before this) are younger
