@@ -100,9 +100,9 @@ extension AASAFetchCommand {
             case .noMatch: word = console.paint("no_match", .red)
             }
             console.out("\(word) \(explanation.url)  \(explanation.appID)")
-            console.out("    \(explanation.reason)")
+            console.out("    \(Self.clipped(explanation.reason))")
             if let nearest = explanation.nearest {
-                console.out("    nearest rule: \(nearest.host.map { "\($0), " } ?? "")detail \(nearest.detail), \(nearest.component.kind) \(nearest.component.index): \(nearest.component.rule)")
+                console.out("    nearest rule: \(nearest.host.map { "\($0), " } ?? "")detail \(nearest.detail), \(nearest.component.kind) \(nearest.component.index): \(Self.clipped(nearest.component.rule))")
                 if case let inherited = nearest.component.inherited, !inherited.isEmpty {
                     console.out("      from defaults: " + inherited.map(\.summary).joined(separator: ", "))
                 }
@@ -110,6 +110,17 @@ extension AASAFetchCommand {
                     console.out("      \(failure.summary)")
                 }
             }
+        }
+
+        /// The most characters of a reason or rule a human line shows: a rule of a 128 KiB file
+        /// can be 70 KB long (`--json` keeps it whole).
+        static let shownCharacters = 400
+
+        /// `text`, cut to ``shownCharacters`` with a count of what was left out.
+        static func clipped(_ text: String) -> String {
+            guard text.count > shownCharacters else { return text }
+            let rest = text.count - shownCharacters
+            return String(text.prefix(shownCharacters)) + "… (\(Plural.count(rest, "more character")); --json shows all)"
         }
 
         private func allURLs() throws -> [String] {

@@ -52,15 +52,13 @@ extension TransferFailureKind {
 }
 
 /// How far a transfer got.
-public enum TransferPhase: Int, Sendable, Hashable, Comparable {
+public enum TransferPhase: Int, Sendable, Hashable {
     /// No connection (the name, or the connect, did not get through).
     case nothing
     /// A TCP connection, no finished TLS handshake.
     case connected
     /// A TLS handshake done.
     case secured
-
-    public static func < (lhs: TransferPhase, rhs: TransferPhase) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// A failed transfer: the kind, curl's own code and message for the record.

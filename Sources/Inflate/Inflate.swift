@@ -23,15 +23,19 @@ public enum Inflate {
         }
     }
 
-    /// Decompresses raw DEFLATE bytes (no zlib or gzip header).
+    /// Decompresses raw DEFLATE bytes (no zlib or gzip header) piece by piece, keeping none of
+    /// them: each piece of output (at most 64 KiB, in order) goes to `consume`, which returns
+    /// `false` to stop there.
     ///
     /// - Parameters:
     ///   - input: The compressed bytes.
     ///   - limit: The most bytes the output may hold.
-    ///   - expectedSize: A size hint for the output buffer (the zip's uncompressed size), clamped to `limit`.
-    /// - Returns: The decompressed bytes.
+    ///   - consume: Called with each piece of output; valid only during the call.
+    /// - Returns: Whether the stream was read to its end (`false`: `consume` stopped it).
     /// - Throws: ``Failure`` on corrupt or truncated input, or output past `limit`.
-    public static func raw(_ input: ArraySlice<UInt8>, limit: Int, expectedSize: Int = 0) throws(Failure) -> [UInt8] {
+    @discardableResult
+    public static func raw(_ input: ArraySlice<UInt8>, limit: Int,
+                           consume: (UnsafeBufferPointer<UInt8>) -> Bool) throws(Failure) -> Bool {
         guard input.count <= Int(UInt32.max) else { throw .tooLarge(limit: limit) }
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
@@ -42,29 +46,24 @@ public enum Inflate {
         guard czlib_inflate_init_raw(stream) == Z_OK else { throw .corrupt("zlib could not start") }
         defer { inflateEnd(stream) }
 
-        var output: [UInt8] = []
-        // Room for the whole output at once (growing by doubling would hold the old and the new
-        // buffer together: 384 MB at the step from 128 to 256 MB), but never more than the input
-        // can expand to (DEFLATE's best ratio is 1,032 to 1), so a size a hostile header claims
-        // reserves nothing large.
-        output.reserveCapacity(min(max(expectedSize, 0), limit, input.count * 1032 + 1024))
         let chunkSize = 64 * 1024
-        var chunk = [UInt8](repeating: 0, count: chunkSize)
-        let result: Result<Void, Failure> = input.withUnsafeBufferPointer { inputBuffer in
+        let chunk = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: chunkSize)
+        defer { chunk.deallocate() }
+        var total = 0
+        let result: Result<Bool, Failure> = input.withUnsafeBufferPointer { inputBuffer in
             stream.pointee.next_in = inputBuffer.baseAddress.map { UnsafeMutablePointer(mutating: $0) }
             stream.pointee.avail_in = UInt32(inputBuffer.count)
             while true {
-                let status: Int32 = chunk.withUnsafeMutableBufferPointer { chunkBuffer in
-                    stream.pointee.next_out = chunkBuffer.baseAddress
-                    stream.pointee.avail_out = UInt32(chunkBuffer.count)
-                    return inflate(stream, Z_NO_FLUSH)
-                }
+                stream.pointee.next_out = chunk.baseAddress
+                stream.pointee.avail_out = UInt32(chunkSize)
+                let status = inflate(stream, Z_NO_FLUSH)
                 let produced = chunkSize - Int(stream.pointee.avail_out)
-                if produced > limit - output.count { return .failure(.tooLarge(limit: limit)) }
-                output += chunk[0..<produced]
+                if produced > limit - total { return .failure(.tooLarge(limit: limit)) }
+                total += produced
+                if produced > 0, !consume(UnsafeBufferPointer(rebasing: chunk[0..<produced])) { return .success(false) }
                 switch status {
                 case Z_STREAM_END:
-                    return .success(())
+                    return .success(true)
                 case Z_OK:
                     continue
                 case Z_BUF_ERROR:
@@ -78,24 +77,22 @@ public enum Inflate {
                 }
             }
         }
-        try result.get()
-        return output
+        return try result.get()
     }
 }
 
 extension Inflate {
-    /// The CRC-32 (ISO 3309, as zip stores it) of some bytes.
-    public static func crc32(_ bytes: [UInt8]) -> UInt32 {
-        var crc: uLong = CZlib.crc32(0, nil, 0)
+    /// The CRC-32 (ISO 3309, as zip stores it) of bytes that follow those whose CRC-32 is `crc`
+    /// (0 to start).
+    public static func crc32(_ bytes: UnsafeBufferPointer<UInt8>, continuing crc: UInt32) -> UInt32 {
+        var value = uLong(crc)
+        guard let base = bytes.baseAddress else { return crc }
         var offset = 0
-        bytes.withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            while offset < buffer.count {
-                let length = min(buffer.count - offset, Int(UInt32.max))
-                crc = CZlib.crc32(crc, base + offset, UInt32(length))
-                offset += length
-            }
+        while offset < bytes.count {
+            let length = min(bytes.count - offset, Int(UInt32.max))
+            value = CZlib.crc32(value, base + offset, UInt32(length))
+            offset += length
         }
-        return UInt32(truncatingIfNeeded: crc)
+        return UInt32(truncatingIfNeeded: value)
     }
 }

@@ -307,6 +307,48 @@ struct AppBundleTests {
         }
     }
 
+    /// An executable is read by range (its headers, load commands and signatures), not whole, so
+    /// a 200 MB executable no longer costs 200 MB: the same entitlements come out of memory, a
+    /// file, a folder and stored or deflated archives, for slices past the first mebibyte that the
+    /// archive reader keeps from its first reading. A damaged byte anywhere is still found.
+    @Test func readsLargeUniversalExecutablesByRange() throws {
+        let padding = 1_500_000
+        let arm = F.machO(signature: F.superBlob(xml: F.xmlPlist(F.entitlements()), der: nil), cpu: .arm64, padding: padding)
+        let other = F.entitlements(domains: ["applinks:other.example"])
+        let intel = F.machO(signature: F.superBlob(xml: F.xmlPlist(other), der: F.derEntitlements(other)), cpu: .x86_64, padding: padding)
+        let binary = F.universal([(.arm64, arm), (.x86_64, intel)])
+        let dir = try F.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("Demo")
+        try Data(binary).write(to: file)
+        let folder = try F.writeAppFolder(in: dir.appendingPathComponent("folder"), executable: binary, profile: nil)
+        let entries = F.ipaEntries(executable: binary, profile: nil)
+        let stored = F.zip(entries)
+        let deflated = try F.deflatedZip(entries)
+        #expect(deflated.count < binary.count / 10)
+        let inspections: [(String, AppInspection)] = [
+            ("memory", try AppInspector.inspect(bytes: binary, path: "Demo")),
+            ("file", try AppInspector.inspect(path: file.path)),
+            ("folder", try AppInspector.inspect(path: folder)),
+            ("stored ipa", try AppInspector.inspect(bytes: stored, path: "Demo.ipa")),
+            ("deflated ipa", try AppInspector.inspect(bytes: deflated, path: "Demo.ipa")),
+        ]
+        for (name, inspection) in inspections {
+            #expect(inspection.signature?.architectures == ["arm64", "x86_64"], "\(name)")
+            #expect(inspection.signature?.associatedDomains?.count == 3, "\(name)")
+            #expect(inspection.signature?.blobs == [.xml], "\(name)")
+            // The second slice's own signature was read: its entitlements differ.
+            #expect(inspection.findings.map(\.code).contains("signature-slices-differ"), "\(name): \(inspection.findings)")
+        }
+
+        // One byte of the code changed: the archive's CRC-32 still catches it.
+        let run = [UInt8](repeating: 0xC3, count: 4096)
+        let start = try #require((0..<(stored.count - run.count)).first { stored[$0] == 0xC3 && Array(stored[$0..<($0 + run.count)]) == run })
+        var damaged = stored
+        damaged[start + padding] ^= 0xFF
+        #expect(code { _ = try AppInspector.inspect(bytes: damaged, path: "Demo.ipa") } == "zip-corrupt")
+    }
+
     @Test func readsAppFolders() throws {
         let dir = try F.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }

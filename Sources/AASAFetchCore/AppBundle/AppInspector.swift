@@ -149,6 +149,13 @@ public enum AppInspector {
         if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFCHR || (status.st_mode & S_IFMT) == S_IFBLK {
             throw AppBundleError("app-unreadable", "\(path) is a device, not an app, an archive, an executable or a profile")
         }
+        if let executable = try openMachO(path, limit: limits.fileBytes) {
+            // Only the ranges the signature needs are read, not the whole executable.
+            var inspection = AppInspection(path: path, kind: .macho, executable: path, findings: [])
+            inspection.signature = try readSignature(executable, name: path, findings: &inspection.findings)
+            finish(&inspection, now: now)
+            return inspection
+        }
         let bytes = try readFile(path, limit: limits.fileBytes)
         return try inspect(bytes: bytes, path: path, limits: limits, now: now)
     }
@@ -160,7 +167,7 @@ public enum AppInspector {
         }
         if MachOFile.hasMagic(bytes) {
             var inspection = AppInspection(path: path, kind: .macho, executable: path, findings: [])
-            inspection.signature = try readSignature(bytes, name: path, findings: &inspection.findings)
+            inspection.signature = try readSignature(InMemoryBytes(bytes: bytes), name: path, findings: &inspection.findings)
             finish(&inspection, now: now)
             return inspection
         }
@@ -195,22 +202,42 @@ public enum AppInspector {
         }
     }
 
-    /// Reads a file inside an `.app` folder: only a regular file. A device (a link to
-    /// `/dev/zero`) or a pipe (which would block the open, and the run, until a writer came) is
-    /// `app-unreadable`.
-    private static func readBundleFile(_ path: String, limit: Int) throws(AppBundleError) -> [UInt8] {
+    /// A regular file given on its own that starts as a Mach-O does, opened to be read by range;
+    /// `nil` for anything else (read whole, then told apart by its bytes).
+    private static func openMachO(_ path: String, limit: Int) throws(AppBundleError) -> FileBytes? {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size >= 4 else {
+            close(descriptor)
+            return nil
+        }
+        let file = FileBytes(descriptor: descriptor, count: Int(status.st_size), path: path)
+        guard MachOFile.hasMagic(try file.read([0..<4])[0]) else { return nil }
+        guard file.count <= limit else { throw appError(.tooLarge(size: file.count, limit: limit), path: path) }
+        return file
+    }
+
+    /// Opens a file inside an `.app` folder: only a regular file of at most `limit` bytes. A
+    /// device (a link to `/dev/zero`) or a pipe (which would block the open, and the run, until a
+    /// writer came) is `app-unreadable`.
+    private static func openBundleFile(_ path: String, limit: Int) throws(AppBundleError) -> FileBytes {
         let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { throw AppBundleError("app-unreadable", "cannot read \(path): \(SystemReason.text(errno: errno))") }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         var status = stat()
         guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
             throw AppBundleError("app-unreadable", "\(path) is not a regular file (a device, a pipe or a folder); an app holds files")
         }
-        do {
-            return try BoundedFile.read(handle, limit: limit)
-        } catch {
-            throw appError(error, path: path)
-        }
+        let file = FileBytes(descriptor: descriptor, count: Int(status.st_size), path: path)
+        guard file.count <= limit else { throw appError(.tooLarge(size: file.count, limit: limit), path: path) }
+        return file
+    }
+
+    /// Reads a whole file inside an `.app` folder (see ``openBundleFile(_:limit:)``).
+    private static func readBundleFile(_ path: String, limit: Int) throws(AppBundleError) -> [UInt8] {
+        let file = try openBundleFile(path, limit: limit)
+        return try file.read([0..<file.count])[0]
     }
 
     private static func appError(_ error: BoundedFileError, path: String) -> AppBundleError {
@@ -271,7 +298,7 @@ public enum AppInspector {
         inspection.executable = executablePath
         if let entry = archive.entry(named: executablePath) {
             do {
-                let executable = try archive.contents(of: entry, limit: limits.executableBytes)
+                let executable = try ZipEntryBytes(archive: archive, entry: entry, limit: limits.executableBytes)
                 inspection.signature = try readSignature(executable, name: executablePath, findings: &inspection.findings)
             } catch {
                 inspection.signatureError = error
@@ -319,7 +346,7 @@ public enum AppInspector {
         inspection.executable = executableURL.path
         if manager.fileExists(atPath: executableURL.path) {
             do {
-                let executable = try readBundleFile(executableURL.path, limit: limits.executableBytes)
+                let executable = try openBundleFile(executableURL.path, limit: limits.executableBytes)
                 inspection.signature = try readSignature(executable, name: executableURL.path, findings: &inspection.findings)
             } catch {
                 inspection.signatureError = error
@@ -368,8 +395,8 @@ public enum AppInspector {
     // MARK: - Signature
 
     /// Reads the entitlements of every signed slice and reports how they disagree.
-    static func readSignature(_ bytes: [UInt8], name: String, findings: inout [Finding]) throws(AppBundleError) -> SignedEntitlements {
-        let slices = try MachOFile.slices(of: bytes)
+    static func readSignature(_ executable: some RangedBytes, name: String, findings: inout [Finding]) throws(AppBundleError) -> SignedEntitlements {
+        let slices = try MachOFile.slices(of: executable)
         let signed = slices.filter { $0.signature != nil }
         guard !signed.isEmpty else {
             throw AppBundleError("macho-no-signature", "\(name) has no code signature (no LC_CODE_SIGNATURE): it is unsigned")

@@ -28,17 +28,55 @@ public enum MachOFile {
     /// - Throws: ``AppBundleError``: `macho-not-macho`, `macho-truncated`, `macho-malformed`,
     ///   `signature-malformed` (a signature range outside the slice).
     public static func slices(of bytes: [UInt8]) throws(AppBundleError) -> [Slice] {
-        let view = ByteView(bytes)
-        guard let big = view.uint32BE(at: 0) else {
-            throw AppBundleError("macho-not-macho", "\(bytes.count) bytes is too short for a Mach-O header")
-        }
-        if big == 0xCAFE_BABE || big == 0xCAFE_BABF {
-            return try universalSlices(view, wide: big == 0xCAFE_BABF)
-        }
-        return [try thinSlice(view, offset: 0)]
+        try slices(of: InMemoryBytes(bytes: bytes))
     }
 
-    private static func universalSlices(_ view: ByteView, wide: Bool) throws(AppBundleError) -> [Slice] {
+    /// Reads every slice of a thin or universal Mach-O, reading only the ranges it needs: the
+    /// universal header, each slice's header and load commands, then each signature.
+    static func slices(of source: some RangedBytes) throws(AppBundleError) -> [Slice] {
+        guard source.count >= 4 else {
+            throw AppBundleError("macho-not-macho", "\(source.count) bytes is too short for a Mach-O header")
+        }
+        let prefix = ByteView(try source.read([0..<min(source.count, 8 + maxSlices * 32)])[0])
+        let big = prefix.uint32BE(at: 0) ?? 0
+        let places = big == 0xCAFE_BABE || big == 0xCAFE_BABF
+            ? try universalPlaces(prefix, fileSize: source.count, wide: big == 0xCAFE_BABF)
+            : [(offset: 0, size: source.count)]
+        let universal = big == 0xCAFE_BABE || big == 0xCAFE_BABF
+
+        let headerBytes = try source.read(places.map { $0.offset..<($0.offset + min($0.size, 32)) })
+        var headers: [Header] = []
+        for (number, place) in places.enumerated() {
+            let view = ByteView(headerBytes[number])
+            if universal {
+                guard let magic = view.uint32BE(at: 0), magic != 0xCAFE_BABE, magic != 0xCAFE_BABF else {
+                    throw AppBundleError("macho-malformed", "architecture \(number) is not a thin Mach-O")
+                }
+            }
+            headers.append(try header(view, sliceSize: place.size))
+        }
+
+        let commandBytes = try source.read(zip(places, headers).map { place, header in
+            (place.offset + header.size)..<(place.offset + header.size + header.commandsSize)
+        })
+        var signatureRanges: [Range<Int>?] = []
+        for (number, header) in headers.enumerated() {
+            let commands = ByteView(Array(headerBytes[number].prefix(header.size)) + commandBytes[number])
+            signatureRanges.append(try signatureRange(commands, header: header, sliceSize: places[number].size))
+        }
+
+        let wanted = zip(places, signatureRanges).compactMap { place, range in
+            range.map { (place.offset + $0.lowerBound)..<(place.offset + $0.upperBound) }
+        }
+        var signatures = try source.read(wanted).makeIterator()
+        return zip(places, zip(headers, signatureRanges)).map { place, pair in
+            Slice(architecture: pair.0.architecture, offset: place.offset, size: place.size,
+                  signature: pair.1 == nil ? nil : signatures.next())
+        }
+    }
+
+    /// Where each slice of a universal file lies, from the header's records.
+    private static func universalPlaces(_ view: ByteView, fileSize: Int, wide: Bool) throws(AppBundleError) -> [(offset: Int, size: Int)] {
         guard let count32 = view.uint32BE(at: 4) else {
             throw AppBundleError("macho-truncated", "the universal header is cut short")
         }
@@ -48,7 +86,7 @@ public enum MachOFile {
             throw AppBundleError("macho-not-macho", "a universal header with \(count32) architectures is not a Mach-O")
         }
         let recordSize = wide ? 32 : 20
-        var slices: [Slice] = []
+        var places: [(offset: Int, size: Int)] = []
         // Where each slice lies: slices may not overlap the header or each other (a hostile file
         // could otherwise point every record at one large slice and have it read 32 times).
         var taken: [Range<Int>] = [0..<(8 + count * recordSize)]
@@ -68,7 +106,7 @@ public enum MachOFile {
                 size64 = view.uint32BE(at: record + 12).map(UInt64.init)
             }
             guard let offset64, let size64, let offset = Int(checked: offset64), let size = Int(checked: size64),
-                  let sliceView = view.view(offset: offset, length: size) else {
+                  offset <= fileSize, size <= fileSize - offset else {
                 throw AppBundleError("macho-truncated", "architecture \(architectureName(cpuType, cpuSubtype)) lies outside the file")
             }
             let range = offset..<(offset + size)
@@ -77,18 +115,23 @@ public enum MachOFile {
                                      + (other == 0 ? "the universal header" : "architecture \(other - 1)"))
             }
             taken.append(range)
-            guard let magic = sliceView.uint32BE(at: 0), magic != 0xCAFE_BABE, magic != 0xCAFE_BABF else {
-                throw AppBundleError("macho-malformed", "architecture \(number) is not a thin Mach-O")
-            }
-            var slice = try thinSlice(sliceView, offset: offset)
-            slice.offset = offset
-            slices.append(slice)
+            places.append((offset, size))
         }
-        return slices
+        return places
     }
 
-    /// Parses one thin Mach-O occupying the whole view.
-    private static func thinSlice(_ view: ByteView, offset: Int) throws(AppBundleError) -> Slice {
+    /// A thin Mach-O's header, as far as the load commands need it.
+    private struct Header {
+        var architecture: String
+        var bigEndian: Bool
+        /// The header's own size (28 or 32 bytes).
+        var size: Int
+        var commandCount: Int
+        var commandsSize: Int
+    }
+
+    /// Reads the header of a thin Mach-O of `sliceSize` bytes from its first bytes.
+    private static func header(_ view: ByteView, sliceSize: Int) throws(AppBundleError) -> Header {
         guard let magic = view.uint32LE(at: 0) else {
             throw AppBundleError("macho-not-macho", "too short for a Mach-O header")
         }
@@ -110,16 +153,24 @@ public enum MachOFile {
             throw AppBundleError("macho-truncated", "the Mach-O header is cut short")
         }
         let architecture = architectureName(cpuType, cpuSubtype)
-        guard view.contains(offset: headerSize, length: Int(commandsSize)) else {
+        guard Int(commandsSize) <= sliceSize - headerSize else {
             throw AppBundleError("macho-truncated", "\(architecture): the load commands (\(commandsSize) bytes) run past the end of the file")
         }
         guard Int(commandCount) <= Int(commandsSize) / 8 else {
             throw AppBundleError("macho-malformed", "\(architecture): \(commandCount) load commands cannot fit in \(commandsSize) bytes")
         }
-        let commandsEnd = headerSize + Int(commandsSize)
-        var cursor = headerSize
-        var signature: [UInt8]?
-        for number in 0..<Int(commandCount) {
+        return Header(architecture: architecture, bigEndian: bigEndian, size: headerSize,
+                      commandCount: Int(commandCount), commandsSize: Int(commandsSize))
+    }
+
+    /// Walks the load commands (`view`: the header and the commands, as in the slice) to
+    /// `LC_CODE_SIGNATURE`: where the signature lies in the slice, or `nil` when it is unsigned.
+    private static func signatureRange(_ view: ByteView, header: Header, sliceSize: Int) throws(AppBundleError) -> Range<Int>? {
+        let (architecture, bigEndian) = (header.architecture, header.bigEndian)
+        let commandsEnd = header.size + header.commandsSize
+        var cursor = header.size
+        var signature: Range<Int>?
+        for number in 0..<header.commandCount {
             guard cursor <= commandsEnd - 8, let command = view.uint32(at: cursor, bigEndian: bigEndian),
                   let size = view.uint32(at: cursor + 4, bigEndian: bigEndian) else {
                 throw AppBundleError("macho-malformed", "\(architecture): load command \(number) lies outside the load commands")
@@ -135,15 +186,15 @@ public enum MachOFile {
                       let dataSize = view.uint32(at: cursor + 12, bigEndian: bigEndian) else {
                     throw AppBundleError("signature-malformed", "\(architecture): LC_CODE_SIGNATURE is too short")
                 }
-                guard let bytes = view.slice(offset: Int(dataOffset), length: Int(dataSize)) else {
+                guard Int(dataOffset) <= sliceSize, Int(dataSize) <= sliceSize - Int(dataOffset) else {
                     throw AppBundleError("signature-malformed",
-                                         "\(architecture): the code signature (offset \(dataOffset), \(dataSize) bytes) lies outside the \(view.count)-byte binary")
+                                         "\(architecture): the code signature (offset \(dataOffset), \(dataSize) bytes) lies outside the \(sliceSize)-byte binary")
                 }
-                signature = Array(bytes)
+                signature = Int(dataOffset)..<(Int(dataOffset) + Int(dataSize))
             }
             cursor += Int(size)
         }
-        return Slice(architecture: architecture, offset: offset, size: view.count, signature: signature)
+        return signature
     }
 
     /// A readable name for a CPU type and subtype.

@@ -74,6 +74,36 @@ public struct ZipArchive: Sendable {
     ///   - limit: The most bytes the entry may expand to.
     /// - Throws: ``AppBundleError``: `zip-truncated`, `zip-corrupt`, `zip-unsupported`, `zip-too-large`.
     public func contents(of entry: Entry, limit: Int) throws(AppBundleError) -> [UInt8] {
+        var output: [UInt8] = []
+        // Room for the whole entry at once (growing by doubling would hold the old and the new
+        // buffer together: 384 MB at the step from 128 to 256 MB).
+        if entry.uncompressedSize <= limit { output.reserveCapacity(expandedSizeBound(entry)) }
+        try stream(entry, limit: limit) { piece in
+            output.append(contentsOf: piece)
+            return true
+        }
+        return output
+    }
+
+    /// The most bytes an entry can expand to: its recorded size, but no more than its compressed
+    /// bytes can give (DEFLATE's best ratio is 1,032 to 1), so a size a hostile header claims
+    /// reserves nothing large.
+    public func expandedSizeBound(_ entry: Entry) -> Int {
+        let compressed = max(0, min(entry.compressedSize, view.count))
+        return max(0, min(entry.uncompressedSize, entry.method == 0 ? compressed : compressed * 1032 + 1024))
+    }
+
+    /// Reads an entry's uncompressed bytes piece by piece (in order, at most 64 KiB each) without
+    /// keeping them: each goes to `consume`, which returns `false` to stop there. An entry read
+    /// to its end is checked (its size and CRC-32); one stopped early is not.
+    /// - Parameters:
+    ///   - entry: An entry of this archive.
+    ///   - limit: The most bytes the entry may expand to.
+    ///   - consume: Called with each piece; valid only during the call.
+    /// - Returns: Whether the entry was read to its end, and checked.
+    /// - Throws: ``AppBundleError``: `zip-truncated`, `zip-corrupt`, `zip-unsupported`, `zip-too-large`.
+    @discardableResult
+    public func stream(_ entry: Entry, limit: Int, consume: (UnsafeBufferPointer<UInt8>) -> Bool) throws(AppBundleError) -> Bool {
         guard entry.flags & 0x1 == 0 else {
             throw AppBundleError("zip-unsupported", "'\(entry.name)' is encrypted")
         }
@@ -92,16 +122,32 @@ public struct ZipArchive: Sendable {
         guard let data = view.slice(offset: dataOffset, length: entry.compressedSize) else {
             throw AppBundleError("zip-truncated", "the data of '\(entry.name)' runs past the end of the archive")
         }
-        let output: [UInt8]
+        var crc: UInt32 = 0
+        var produced = 0
+        let complete: Bool
         switch entry.method {
         case 0:
             guard entry.compressedSize == entry.uncompressedSize else {
                 throw AppBundleError("zip-corrupt", "stored entry '\(entry.name)' has different compressed and uncompressed sizes")
             }
-            output = Array(data)
+            complete = data.withUnsafeBufferPointer { buffer in
+                var start = 0
+                while start < buffer.count {
+                    let piece = UnsafeBufferPointer(rebasing: buffer[start..<min(buffer.count, start + 64 * 1024)])
+                    crc = Inflate.crc32(piece, continuing: crc)
+                    produced += piece.count
+                    start += piece.count
+                    if !consume(piece) { return false }
+                }
+                return true
+            }
         case 8:
             do {
-                output = try Inflate.raw(data, limit: min(limit, entry.uncompressedSize), expectedSize: entry.uncompressedSize)
+                complete = try Inflate.raw(data, limit: min(limit, entry.uncompressedSize)) { piece in
+                    crc = Inflate.crc32(piece, continuing: crc)
+                    produced += piece.count
+                    return consume(piece)
+                }
             } catch {
                 switch error {
                 case .truncated:
@@ -115,13 +161,14 @@ public struct ZipArchive: Sendable {
         default:
             throw AppBundleError("zip-unsupported", "'\(entry.name)' uses compression method \(entry.method); only stored and DEFLATE are read")
         }
-        guard output.count == entry.uncompressedSize else {
-            throw AppBundleError("zip-corrupt", "'\(entry.name)' expands to \(output.count) bytes, not the recorded \(entry.uncompressedSize)")
+        guard complete else { return false }
+        guard produced == entry.uncompressedSize else {
+            throw AppBundleError("zip-corrupt", "'\(entry.name)' expands to \(produced) bytes, not the recorded \(entry.uncompressedSize)")
         }
-        guard Inflate.crc32(output) == entry.crc32 else {
+        guard crc == entry.crc32 else {
             throw AppBundleError("zip-corrupt", "'\(entry.name)' fails its CRC-32 check")
         }
-        return output
+        return true
     }
 
     // MARK: - Central directory

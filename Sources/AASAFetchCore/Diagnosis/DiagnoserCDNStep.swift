@@ -12,7 +12,7 @@ extension Diagnoser.Walk {
         // A transfer that failed after a whole header block keeps that status: the failure first.
         let outcome: String
         if let attempt = result.attempts.last, attempt.code != "ok" {
-            outcome = attempt.code + (attempt.httpStatus.map { " (after HTTP \($0))" } ?? "")
+            outcome = attempt.outcome
         } else {
             outcome = result.httpStatus.map { "HTTP \($0)" } ?? result.code
         }

@@ -134,9 +134,6 @@ extension Diagnoser.Walk {
     }
 
     static func describe(_ attempt: FetchAttempt) -> String {
-        // A failure after a whole header block keeps its status: the failure comes first.
-        let outcome = attempt.code == "ok" ? attempt.httpStatus.map { "HTTP \($0)" } ?? "ok"
-            : attempt.code + (attempt.httpStatus.map { " (after HTTP \($0))" } ?? "")
-        return "\(attempt.url): \(outcome) in \(attempt.milliseconds) ms"
+        "\(attempt.url): \(attempt.outcome) in \(attempt.milliseconds) ms"
     }
 }

@@ -22,6 +22,13 @@ public struct FetchAttempt: Sendable, Hashable, Codable {
         self.remoteAddress = remoteAddress
         self.milliseconds = milliseconds
     }
+
+    /// What the request came to, for a person: `HTTP 200`, or the failure code with the status of a
+    /// whole header block that came before it (`too-large (after HTTP 200)`): the failure first.
+    public var outcome: String {
+        code == "ok" ? httpStatus.map { "HTTP \($0)" } ?? "ok"
+            : code + (httpStatus.map { " (after HTTP \($0))" } ?? "")
+    }
 }
 
 /// What downloading one host's file gave, before any app ID is considered.
