@@ -231,6 +231,27 @@ struct MatchCommandTests {
 
     /// A rule that decided with keys from `defaults` says which key came from which level, in
     /// human output and in JSON; a failing pattern from `defaults` says so too.
+    /// A human line shows at most 400 characters of a rule and says how many it left out: a rule
+    /// of 4,000 query items printed 70 KB on one line. `--json` keeps the rule whole.
+    @Test func aLongRuleIsCutOnHumanLines() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("long-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let items = (0..<4000).map { #""item\#($0)":"?*""# }.joined(separator: ",")
+        try Data(#"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/a","?":{\#(items)}}]}]}}"#.utf8).write(to: file)
+        for (url, word) in [("https://example.com/b", "no_match"), ("https://example.com/a?" + (0..<4000).map { "item\($0)=1" }.joined(separator: "&"), "match")] {
+            let human = try ToolRunner.run(["match", url, "--aasa", file.path, "--app-id", "ABCDE12345.com.example.app"])
+            let lines = human.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.first?.hasPrefix(word) == true, "\(lines.first ?? "")")
+            // The URL's own line is not cut; every other line is.
+            #expect(lines.dropFirst().allSatisfy { $0.count < 600 }, "\(lines.dropFirst().map(\.count))")
+            #expect(lines.contains { $0.contains("more characters; --json shows all)") })
+        }
+        let json = try ToolRunner.run(["match", "https://example.com/b", "--aasa", file.path, "--app-id", "ABCDE12345.com.example.app", "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let rule = try #require(((object["nearest"] as? [String: Any])?["component"] as? [String: Any])?["rule"] as? String)
+        #expect(rule.contains(#""item3999":"?*""#))
+    }
+
     @Test func saysWhenADefaultDecided() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("defaults-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: file) }
