@@ -532,6 +532,51 @@ struct DiagnoseFaultMatrixTests {
     /// server answers each after 1.5 s and logs how many it held at once. Before: with the CDN in
     /// the run, the one client's per-host limit (one connection, for the CDN) made the three wait
     /// for each other, and on a slow origin the last ran out of time.
+    /// Entries of one host share what the network said: `webcredentials:` after `applinks:`
+    /// makes no request of its own (each entry
+    /// downloaded the host again, and checked its user agents again: four entries of a slow host
+    /// took 17 s and 24 requests), and their network steps are the first entry's.
+    @Test func entriesOfOneHostShareTheirRequests() async throws {
+        let ca = try TestCA.shared()
+        let server = try await FaultServer.start(
+            script: FaultScript(
+                default: .respond(headers: [("Content-Type", "application/json")], body: Self.good),
+                hosts: ["cdn.memo.test": .respond(headers: [("Content-Type", "application/json"), ("Apple-Origin-Format", "json")], body: Self.good)]),
+            certificate: try ca.leaf(for: ["*.memo.test"]))
+        defer { server.stop() }
+        func diagnose(_ entries: [String]) throws -> [[String: Any]] {
+            let run = try ToolRunner.run(["diagnose", "--app-id", Self.appID, "--route", "both", "--json", "--cacert", ca.caCertPath,
+                                          "--connect-to", server.connectTo, "--allow-private", "--retry-delays", "",
+                                          "--cdn-base", "https://cdn.memo.test/a/v1/"] + entries.flatMap { ["--domain", $0] },
+                                         timeout: .seconds(60))
+            #expect(run.status == 0, "\(entries): \(run.stdout) \(run.stderr)")
+            return try run.json()["diagnoses"] as? [[String: Any]] ?? []
+        }
+        func counts() -> (origin: Int, cdn: Int) {
+            let requests = server.requests()
+            return (requests.filter { $0.sni == "same.memo.test" }.count, requests.filter { $0.sni == "cdn.memo.test" }.count)
+        }
+        let one = try diagnose(["applinks:same.memo.test"])
+        let alone = counts()
+        #expect(one.count == 1 && alone.origin >= 4 && alone.cdn == 1, "\(alone)")
+
+        let two = try diagnose(["applinks:same.memo.test", "webcredentials:same.memo.test"])
+        let together = counts()
+        #expect(together.origin - alone.origin == alone.origin && together.cdn - alone.cdn == alone.cdn, "\(alone) then \(together)")
+        #expect(two.map { $0["code"] as? String } == ["ok", "ok"])
+        func network(_ diagnosis: [String: Any]) -> [String] {
+            (diagnosis["steps"] as? [[String: Any]] ?? []).filter { ["dns", "tcp", "tls", "http", "cdn", "user-agent"].contains($0["step"] as? String) }
+                .map { "\($0["step"] ?? ""): \($0["status"] ?? "") \($0["summary"] ?? "") \($0["details"] ?? "")" }
+        }
+        #expect(network(two[0]).count == 6, "\(network(two[0]))")
+        #expect(network(two[1]) == network(two[0]))
+
+        // A `?mode=developer` entry of the host is fetched on its own (the device's user agent, its rules).
+        _ = try diagnose(["applinks:same.memo.test", "applinks:same.memo.test?mode=developer"])
+        let withMode = counts()
+        #expect(withMode.origin - together.origin > alone.origin, "\(together) then \(withMode)")
+    }
+
     @Test(arguments: ["origin", "both"])
     func theUserAgentCheckRequestsAtOnce(route: String) async throws {
         let ca = try TestCA.shared()

@@ -1,5 +1,6 @@
 import CurlTransport
 import Foundation
+import Synchronization
 
 /// Walks the steps the OS takes to associate one entitlement entry and stops at the first that
 /// fails (`aasa-fetch diagnose`): entry → host → DNS → TCP → TLS → HTTP → JSON → structure → app ID
@@ -21,6 +22,8 @@ public struct Diagnoser: Sendable {
     let route: RouteChoice
     let cdnBase: String
     let probe: any NetworkProbing
+    /// What this diagnoser's walks saw of the network, reused by the next entry of the same host.
+    let memo = Memo()
 
     /// Creates a diagnoser.
     /// - Parameters:
@@ -48,6 +51,33 @@ public struct Diagnoser: Sendable {
         var walk = Walk(entry: entry, appIDs: appIDs, route: route)
         await walk.run(diagnoser: self)
         return walk.diagnosis
+    }
+
+    // MARK: - What the network said
+
+    /// The answers a walk got from the network, kept for the run: `applinks:H` and
+    /// `webcredentials:H` are one host, whose DNS, connect, download, CDN copy and user-agent
+    /// check were each done again per entry (four entries of one slow host took 17 s and 24
+    /// requests). A later entry of the same host replays them: its steps show what the first
+    /// entry's requests saw, timings included.
+    final class Memo: Sendable {
+        /// The steps the origin's walk added and what it returned, by host and the entry's mode
+        /// (a `?mode=` entry is fetched with the device's user agent and its own rules).
+        struct Origin: Sendable {
+            var steps: [DiagnosisStep]
+            var result: HostFetchResult?
+            var userAgentURL: String?
+            var userAgent: String
+        }
+
+        private let state = Mutex<(origin: [String: Origin], cdn: [String: HostFetchResult], userAgents: [String: [UserAgentProbe]])>(([:], [:], [:]))
+
+        func origin(_ key: String) -> Origin? { state.withLock { $0.origin[key] } }
+        func keep(origin: Origin, for key: String) { state.withLock { $0.origin[key] = origin } }
+        func cdn(_ host: String) -> HostFetchResult? { state.withLock { $0.cdn[host] } }
+        func keep(cdn: HostFetchResult, for host: String) { state.withLock { $0.cdn[host] = cdn } }
+        func userAgents(_ key: String) -> [UserAgentProbe]? { state.withLock { $0.userAgents[key] } }
+        func keep(userAgents: [UserAgentProbe], for key: String) { state.withLock { $0.userAgents[key] = userAgents } }
     }
 
     // MARK: - The walk
@@ -98,7 +128,18 @@ public struct Diagnoser: Sendable {
             var userAgentURL: String?
             var matteringAgent = diagnoser.options.userAgent
             if effectiveRoute != .cdn {
-                let origin = await originSteps(host: host, diagnoser: diagnoser)
+                let key = "\(host) \(entry.mode.map { "\($0)" } ?? "")"
+                let origin: Memo.Origin
+                if let seen = diagnoser.memo.origin(key) {
+                    seen.steps.forEach { add($0) }
+                    origin = seen
+                } else {
+                    let before = diagnosis.steps.count
+                    let walked = await originSteps(host: host, diagnoser: diagnoser)
+                    origin = Memo.Origin(steps: Array(diagnosis.steps[before...]), result: walked.result,
+                                         userAgentURL: walked.userAgentURL, userAgent: walked.userAgent)
+                    diagnoser.memo.keep(origin: origin, for: key)
+                }
                 originResult = origin.result
                 judged = origin.result
                 userAgentURL = origin.userAgentURL

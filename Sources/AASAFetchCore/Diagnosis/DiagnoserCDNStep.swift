@@ -6,8 +6,14 @@ extension Diagnoser.Walk {
     /// The CDN step: fetches the CDN's copy; with `origin` compares it by meaning.
     /// - Returns: the CDN result (for `--route cdn`, the one the body steps judge).
     mutating func cdnStep(host: String, service: Service, origin: HostFetchResult?, diagnoser: Diagnoser) async -> HostFetchResult? {
-        let fetcher = CDNFetcher(transport: diagnoser.cdnTransport, options: diagnoser.options, base: diagnoser.cdnBase)
-        let result = await fetcher.fetch(host: host)
+        let result: HostFetchResult
+        if let seen = diagnoser.memo.cdn(host) {
+            result = seen
+        } else {
+            let fetcher = CDNFetcher(transport: diagnoser.cdnTransport, options: diagnoser.options, base: diagnoser.cdnBase)
+            result = await fetcher.fetch(host: host)
+            diagnoser.memo.keep(cdn: result, for: host)
+        }
         let headers = result.cdn
         // A transfer that failed after a whole header block keeps that status: the failure first.
         let outcome: String

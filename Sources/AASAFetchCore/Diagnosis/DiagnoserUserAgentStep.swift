@@ -8,7 +8,14 @@ extension Diagnoser.Walk {
         options.verifyPeer = developerMode ? false : options.verifyPeer
         let agents = [("aasa-bot", diagnoser.options.userAgent), ("device", Diagnoser.deviceUserAgent),
                       ("browser", Diagnoser.browserUserAgent)]
-        let probes = await UserAgentCheck.probe(url: url, agents: agents, options: options, transport: diagnoser.transport)
+        let key = "\(url) \(options.verifyPeer)"
+        let probes: [UserAgentProbe]
+        if let seen = diagnoser.memo.userAgents(key) {
+            probes = seen
+        } else {
+            probes = await UserAgentCheck.probe(url: url, agents: agents, options: options, transport: diagnoser.transport)
+            diagnoser.memo.keep(userAgents: probes, for: key)
+        }
         diagnosis.userAgents = probes
         let details = probes.map { "\($0.userAgent) → \($0.outcome)" }
         let fix = UserAgentCheck.fix
