@@ -21,7 +21,37 @@ public enum IDNA {
     /// - Throws: ``ConversionError`` when the name holds disallowed code points or a bad `xn--` label.
     public static func toASCII(_ host: String) throws(ConversionError) -> String {
         if let plain = plainASCII(host) { return plain }
-        return try toASCIIThroughLibidn2(host)
+        do {
+            return try toASCIIThroughLibidn2(host)
+        } catch where error.reason == "IDN2_2HYPHEN" {
+            // A plain label with hyphens in its third and fourth place beside a Unicode one
+            // (`r3---sn-abc.bücher.example`): libidn2 refuses the whole name for the plain label.
+            if let converted = try labelByLabel(host) { return converted }
+            throw error
+        }
+    }
+
+    /// The name converted label by label: plain labels as ``plainASCII(_:)`` takes them, the
+    /// others through libidn2; `nil` when no label is a plain one with hyphens in its third and
+    /// fourth place (libidn2's refusal stands).
+    static func labelByLabel(_ host: String) throws(ConversionError) -> String? {
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard !labels.contains(where: \.isEmpty), labels.contains(where: { label in
+            plainASCII(label) != nil && label.utf8.count >= 4 && Array(label.utf8)[2...3] == [45, 45]
+        }) else { return nil }
+        var converted: [String] = []
+        for label in labels {
+            if let plain = plainASCII(label) {
+                converted.append(plain)
+            } else {
+                converted.append(try toASCIIThroughLibidn2(label))
+            }
+        }
+        let ascii = converted.joined(separator: ".")
+        guard ascii.utf8.count <= 253 else {
+            throw ConversionError(reason: "IDN2_TOO_BIG_DOMAIN", message: "the name is longer than 253 bytes")
+        }
+        return ascii
     }
 
     /// The lower-cased host when it is plain ASCII that IDNA leaves as it is: letters, digits and

@@ -66,8 +66,16 @@ struct IDNATests {
             #expect(try IDNA.toASCII(host) == ascii)
             #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCIIThroughLibidn2(host) }
         }
+        // Beside a Unicode label too, converted label by label (libidn2 refused the whole name).
+        #expect(try IDNA.toASCII("R3---sn-abc.Bücher.example") == "r3---sn-abc.xn--bcher-kva.example")
+        #expect(try IDNA.toASCII("ab--cd.bücher。example") == "ab--cd.xn--bcher-kva.example")
+        // A label libidn2 refuses for itself is still refused, and so is an empty label.
+        #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCII("ab--cd.b\u{00A0}ücher.example") }
+        #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCII("ab--cd..bücher.example") }
+        #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCII("bü--cher.example") }
         // Punycode labels are still checked.
         #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCII("xn--zz.example") }
+        #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCII("ab--cd.xn--zz.bücher.example") }
         #expect(try IDNA.toASCII("XN--bcher-kva.example") == "xn--bcher-kva.example")
     }
 }
