@@ -39,10 +39,10 @@ public enum MachOFile {
         }
         let prefix = ByteView(try source.read([0..<min(source.count, 8 + maxSlices * 32)])[0])
         let big = prefix.uint32BE(at: 0) ?? 0
-        let places = big == 0xCAFE_BABE || big == 0xCAFE_BABF
+        let universal = big == 0xCAFE_BABE || big == 0xCAFE_BABF
+        let places = universal
             ? try universalPlaces(prefix, fileSize: source.count, wide: big == 0xCAFE_BABF)
             : [(offset: 0, size: source.count)]
-        let universal = big == 0xCAFE_BABE || big == 0xCAFE_BABF
 
         let headerBytes = try source.read(places.map { $0.offset..<($0.offset + min($0.size, 32)) })
         var headers: [Header] = []
