@@ -35,7 +35,9 @@ public enum IDNA {
     /// others through libidn2; `nil` when no label is a plain one with hyphens in its third and
     /// fourth place (libidn2's refusal stands).
     static func labelByLabel(_ host: String) throws(ConversionError) -> String? {
-        let labels = host.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        // UTS #46 separates labels by the full stop and the ideographic and full-width ones.
+        let labels = host.split(omittingEmptySubsequences: false) { ["\u{2E}", "\u{3002}", "\u{FF0E}", "\u{FF61}"].contains($0) }
+            .map(String.init)
         guard !labels.contains(where: \.isEmpty), labels.contains(where: { label in
             plainASCII(label) != nil && label.utf8.count >= 4 && Array(label.utf8)[2...3] == [45, 45]
         }) else { return nil }

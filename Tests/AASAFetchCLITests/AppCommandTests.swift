@@ -27,6 +27,50 @@ struct AppCommandTests {
         return dir
     }
 
+    /// The executable is never held whole: a 100 MB one, deflated to about 100 KB in its `.ipa`,
+    /// made a peak of more than 100 MB (the whole executable, then a copy of its signature); the
+    /// reader keeps its first MiB and the ranges it needs. The peak is the child's, read by
+    /// python3's `getrusage` (a memory figure, no timing).
+    @Test func aLargeExecutableIsNotHeldWhole() throws {
+        let dir = try F.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let signature = F.superBlob(xml: F.xmlPlist(F.entitlements()), der: nil)
+        try Data(signature).write(to: dir.appendingPathComponent("signature"))
+        try Data(F.infoPlist()).write(to: dir.appendingPathComponent("Info.plist"))
+        let ipa = dir.appendingPathComponent("Big.ipa").path
+        // A thin arm64 executable: header, LC_CODE_SIGNATURE, 100 MB of code, the signature.
+        let script = """
+        import struct, sys, zipfile
+        folder, size, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+        signature = open(folder + "/signature", "rb").read()
+        head = struct.pack("<8I", 0xFEEDFACF, 0x0100000C, 0, 2, 1, 16, 0, 0) + struct.pack("<4I", 0x1D, 16, size, len(signature))
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            z.write(folder + "/Info.plist", "Payload/Demo.app/Info.plist")
+            with z.open("Payload/Demo.app/Demo", "w", force_zip64=True) as entry:
+                entry.write(head)
+                chunk = bytes([0xC3]) * (1 << 20)
+                left = size - len(head)
+                while left > 0:
+                    entry.write(chunk[:min(left, len(chunk))])
+                    left -= len(chunk)
+                entry.write(signature)
+        """
+        let made = try ChildProcess.run("/usr/bin/env", ["python3", "-c", script, dir.path, "100000000", ipa])
+        #expect(made.status == 0, "\(made.standardError)")
+        let measure = """
+        import resource, subprocess, sys
+        run = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE)
+        print(run.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, len(run.stdout))
+        """
+        let result = try ChildProcess.run("/usr/bin/env", ["python3", "-c", measure, ToolRunner.binary, "entitlements", ipa, "--json"])
+        let fields = result.standardOutput.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        #expect(fields.count == 3 && fields[0] == 0 && fields[2] > 0, "\(result.standardOutput) \(result.standardError)")
+        // KiB: the debug build peaks at about 36 MiB here, the whole executable alone is 95 MiB.
+        #expect(fields.count == 3 && fields[1] < 72 * 1024, "peak \(fields.dropFirst().first ?? -1) KiB")
+        let json = try ToolRunner.run(["entitlements", ipa, "--json"]).json()
+        #expect(json["appID"] as? String == F.appID)
+    }
+
     @Test func entitlementsJSON() throws {
         let dir = try Self.workspace()
         defer { try? FileManager.default.removeItem(at: dir) }

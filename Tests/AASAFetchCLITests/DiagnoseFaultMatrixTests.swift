@@ -527,15 +527,10 @@ struct DiagnoseFaultMatrixTests {
         #expect(diagnoses.map { $0["code"] as? String ?? "" } == ["ok", "ok", "entitlement-scheme"])
     }
 
-    /// The user-agent check sends its three requests to the origin at once, whether or not the
-    /// CDN is in the run (`--route cdn` checks the CDN's copy of a plain entry instead): the
-    /// server answers each after 1.5 s and logs how many it held at once. Before: with the CDN in
-    /// the run, the one client's per-host limit (one connection, for the CDN) made the three wait
-    /// for each other, and on a slow origin the last ran out of time.
     /// Entries of one host share what the network said: `webcredentials:` after `applinks:`
-    /// makes no request of its own (each entry
-    /// downloaded the host again, and checked its user agents again: four entries of a slow host
-    /// took 17 s and 24 requests), and their network steps are the first entry's.
+    /// makes no request of its own (each entry downloaded the host again, and checked its user
+    /// agents again: four entries of a slow host took 17 s and 24 requests), and their network
+    /// steps are the first entry's.
     @Test func entriesOfOneHostShareTheirRequests() async throws {
         let ca = try TestCA.shared()
         let server = try await FaultServer.start(
@@ -577,6 +572,11 @@ struct DiagnoseFaultMatrixTests {
         #expect(withMode.origin - together.origin > alone.origin, "\(together) then \(withMode)")
     }
 
+    /// The user-agent check sends its three requests to the origin at once, whether or not the
+    /// CDN is in the run (`--route cdn` checks the CDN's copy of a plain entry instead): the
+    /// server answers each after 1.5 s and logs how many it held at once. Before: with the CDN in
+    /// the run, the one client's per-host limit (one connection, for the CDN) made the three wait
+    /// for each other, and on a slow origin the last ran out of time.
     @Test(arguments: ["origin", "both"])
     func theUserAgentCheckRequestsAtOnce(route: String) async throws {
         let ca = try TestCA.shared()

@@ -229,8 +229,6 @@ struct MatchCommandTests {
         #expect(try ascii.json()["decision"] as? String == "match", "\(ascii.stdout)")
     }
 
-    /// A rule that decided with keys from `defaults` says which key came from which level, in
-    /// human output and in JSON; a failing pattern from `defaults` says so too.
     /// A human line shows at most 400 characters of a rule and says how many it left out: a rule
     /// of 4,000 query items printed 70 KB on one line. `--json` keeps the rule whole.
     @Test func aLongRuleIsCutOnHumanLines() throws {
@@ -252,6 +250,8 @@ struct MatchCommandTests {
         #expect(rule.contains(#""item3999":"?*""#))
     }
 
+    /// A rule that decided with keys from `defaults` says which key came from which level, in
+    /// human output and in JSON; a failing pattern from `defaults` says so too.
     @Test func saysWhenADefaultDecided() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("defaults-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: file) }

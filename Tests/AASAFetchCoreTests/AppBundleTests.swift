@@ -59,13 +59,18 @@ struct AppBundleTests {
     typealias F = AppFixtures
 
     private func code(_ body: () throws -> Void) -> String? {
+        failure(body).map { $0.code }
+    }
+
+    /// The error's code and message (`unexpected: …` for another error), or `nil`.
+    private func failure(_ body: () throws -> Void) -> (code: String, message: String)? {
         do {
             try body()
             return nil
         } catch let error as AppBundleError {
-            return error.code
+            return (error.code, error.message)
         } catch {
-            return "unexpected: \(error)"
+            return ("unexpected: \(error)", "")
         }
     }
 
@@ -250,6 +255,75 @@ struct AppBundleTests {
         #expect(code { _ = try MachOFile.slices(of: Array(fat.prefix(30))) } == "macho-truncated")
     }
 
+    /// A universal file with faults in two slices gives the first slice's, at the first step it
+    /// fails, as reading it whole did, from memory and from a deflated archive alike (read in
+    /// steps, every slice's record was checked before the first slice's header).
+    @Test func theFirstBadSliceDecidesTheError() throws {
+        let good = F.signedExecutable()
+        let fat = F.universal([(.arm64, good), (.x86_64, good)])
+        let first = Int(F.be32ToInt(fat, at: 16))
+        let second = Int(F.be32ToInt(fat, at: 36))
+        func patched(_ bytes: [UInt8], _ changes: [(Int, [UInt8])]) -> [UInt8] {
+            var copy = bytes
+            for (offset, value) in changes { copy.replaceSubrange(offset..<(offset + value.count), with: value) }
+            return copy
+        }
+        let signatureCommand = 32 + 24
+        let cases: [([UInt8], String)] = [
+            // Slice 0 is no Mach-O; slice 1 lies outside the file.
+            (patched(fat, [(first, F.le32(0)), (36, F.be32(0x7FFF_FFF0))]), "macho-not-macho"),
+            // Slice 0's signature lies outside it; slice 1's load commands run past its end.
+            (patched(fat, [(first + signatureCommand + 8, F.le32(0xFFFF_FFF0)), (second + 20, F.le32(0xFFFF_FF00))]), "signature-malformed"),
+            // Slice 0 has too many load commands; slice 1 overlaps the universal header.
+            (patched(fat, [(first + 16, F.le32(100)), (36, F.be32(0))]), "macho-malformed"),
+        ]
+        for (bytes, expected) in cases {
+            var messages: [String] = []
+            for input in [bytes, try F.deflatedZip(F.ipaEntries(executable: bytes, profile: nil))] {
+                do {
+                    _ = try AppInspector.inspect(bytes: input, path: "Demo")
+                    Issue.record("\(expected): no error")
+                } catch {
+                    #expect(error.code == expected, "\(error)")
+                    messages.append(error.message.replacingOccurrences(of: "Payload/Demo.app/", with: ""))
+                }
+            }
+            #expect(messages.count == 2 && !messages[0].contains("x86_64"), "\(messages)")
+        }
+    }
+
+    /// A header may name load commands or a signature as large as the file; what is read for
+    /// them is capped (16 MiB of load commands, 64 MiB of signatures), so a 1 MB archive cannot
+    /// make the reader hold a gigabyte. Sparse files: nothing of that size is written.
+    @Test func hostileSizesAreCapped() throws {
+        let dir = try F.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func sparse(_ name: String, commandsSize: UInt32, signature: (offset: UInt32, size: UInt32)?, length: UInt64) throws -> String {
+            var header = F.le32(0xFEED_FACF) + F.le32(0x0100_000C) + F.le32(0) + F.le32(2)
+            var commands: [UInt8] = []
+            if let signature { commands = F.le32(0x1D) + F.le32(16) + F.le32(signature.offset) + F.le32(signature.size) }
+            header += F.le32(signature == nil ? 0 : 1) + F.le32(max(commandsSize, UInt32(commands.count))) + F.le32(0) + F.le32(0)
+            let url = dir.appendingPathComponent(name)
+            try Data(header + commands).write(to: url)
+            let handle = try FileHandle(forWritingTo: url)
+            try handle.truncate(atOffset: length)
+            try handle.close()
+            return url.path
+        }
+        let commands = try sparse("commands", commandsSize: 20 << 20, signature: nil, length: 24 << 20)
+        let tooManyCommands = failure { _ = try AppInspector.inspect(path: commands) }
+        #expect(tooManyCommands?.code == "macho-malformed" && tooManyCommands?.message.contains("more than the 16 MiB read") == true,
+                "\(String(describing: tooManyCommands))")
+        let signature = try sparse("signature", commandsSize: 16, signature: (4096, 80 << 20), length: 100 << 20)
+        let tooLarge = failure { _ = try AppInspector.inspect(path: signature) }
+        #expect(tooLarge?.code == "signature-malformed" && tooLarge?.message.contains("more than the 64 MiB read") == true,
+                "\(String(describing: tooLarge))")
+        // Within the caps, the same layout is read: the signature is all zeros, no superblob.
+        let small = try sparse("small", commandsSize: 16, signature: (4096, 1 << 20), length: 2 << 20)
+        let zeros = failure { _ = try AppInspector.inspect(path: small) }
+        #expect(zeros?.code == "signature-malformed" && zeros?.message.contains("MiB read") == false, "\(String(describing: zeros))")
+    }
+
     @Test func refusesOverlappingUniversalSlices() throws {
         let thin = F.signedExecutable()
         let fat = F.universal([(.arm64, thin), (.x86_64, thin)])
@@ -317,6 +391,30 @@ struct AppBundleTests {
         let other = F.entitlements(domains: ["applinks:other.example"])
         let intel = F.machO(signature: F.superBlob(xml: F.xmlPlist(other), der: F.derEntitlements(other)), cpu: .x86_64, padding: padding)
         let binary = F.universal([(.arm64, arm), (.x86_64, intel)])
+
+        // The second slice's signature right past what came with its header (256 KiB): the
+        // archive's stream may have passed it when it is asked for, and it is read again then.
+        for near in [250_000, 262_000, 280_000, 300_000, 330_000] {
+            let late = F.machO(signature: F.superBlob(xml: F.xmlPlist(other), der: nil), cpu: .x86_64, padding: near)
+            let archive = try F.deflatedZip(F.ipaEntries(executable: F.universal([(.arm64, arm), (.x86_64, late)]), profile: nil))
+            let inspection = try AppInspector.inspect(bytes: archive, path: "Demo.ipa")
+            #expect(inspection.signature?.architectures == ["arm64", "x86_64"], "\(near)")
+            #expect(inspection.findings.map(\.code).contains("signature-slices-differ"), "\(near): \(inspection.findings)")
+        }
+
+        // A signature placed before the load commands (at the start of a slice past the first
+        // MiB): the stream has passed it when it is asked for, so the entry is read again; the
+        // answer is the one from memory.
+        let intelStart = Int(F.be32ToInt(binary, at: 36))
+        var early = binary
+        early.replaceSubrange((intelStart + 32 + 24 + 8)..<(intelStart + 32 + 24 + 16), with: F.le32(0) + F.le32(64))
+        let fromMemory = try AppInspector.inspect(bytes: early, path: "Payload/Demo.app/Demo")
+        let fromArchive = try AppInspector.inspect(bytes: try F.deflatedZip(F.ipaEntries(executable: early, profile: nil)), path: "Demo.ipa")
+        let archiveFindings = fromArchive.findings.filter { $0.code != "profile-absent" }.map(\.message)
+        #expect(archiveFindings == fromMemory.findings.map(\.message) && fromMemory.findings.map(\.code) == ["signature-malformed"],
+                "\(fromMemory.findings) \(fromArchive.findings)")
+        #expect(fromArchive.signature?.architectures == ["arm64"] && fromMemory.signature?.architectures == ["arm64"])
+
         let dir = try F.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("Demo")

@@ -68,7 +68,9 @@ struct IDNATests {
         }
         // Beside a Unicode label too, converted label by label (libidn2 refused the whole name).
         #expect(try IDNA.toASCII("R3---sn-abc.Bücher.example") == "r3---sn-abc.xn--bcher-kva.example")
-        #expect(try IDNA.toASCII("ab--cd.bücher。example") == "ab--cd.xn--bcher-kva.example")
+        for dot in ["\u{3002}", "\u{FF0E}", "\u{FF61}"] {
+            #expect(try IDNA.toASCII("ab--cd\(dot)bücher\(dot)example") == "ab--cd.xn--bcher-kva.example")
+        }
         // A label libidn2 refuses for itself is still refused, and so is an empty label.
         #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCII("ab--cd.b\u{00A0}ücher.example") }
         #expect(throws: IDNA.ConversionError.self) { try IDNA.toASCII("ab--cd..bücher.example") }

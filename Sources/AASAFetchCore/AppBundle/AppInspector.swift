@@ -149,7 +149,7 @@ public enum AppInspector {
         if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFCHR || (status.st_mode & S_IFMT) == S_IFBLK {
             throw AppBundleError("app-unreadable", "\(path) is a device, not an app, an archive, an executable or a profile")
         }
-        if let executable = try openMachO(path, limit: limits.fileBytes) {
+        if (status.st_mode & S_IFMT) == S_IFREG, let executable = try openMachO(path, limit: limits.fileBytes) {
             // Only the ranges the signature needs are read, not the whole executable.
             var inspection = AppInspection(path: path, kind: .macho, executable: path, findings: [])
             inspection.signature = try readSignature(executable, name: path, findings: &inspection.findings)
@@ -213,7 +213,7 @@ public enum AppInspector {
             return nil
         }
         let file = FileBytes(descriptor: descriptor, count: Int(status.st_size), path: path)
-        guard MachOFile.hasMagic(try file.read([0..<4])[0]) else { return nil }
+        guard MachOFile.hasMagic(try file.read([0..<4])?.first ?? []) else { return nil }
         guard file.count <= limit else { throw appError(.tooLarge(size: file.count, limit: limit), path: path) }
         return file
     }
@@ -237,7 +237,7 @@ public enum AppInspector {
     /// Reads a whole file inside an `.app` folder (see ``openBundleFile(_:limit:)``).
     private static func readBundleFile(_ path: String, limit: Int) throws(AppBundleError) -> [UInt8] {
         let file = try openBundleFile(path, limit: limit)
-        return try file.read([0..<file.count])[0]
+        return try file.read([0..<file.count])?.first ?? []
     }
 
     private static func appError(_ error: BoundedFileError, path: String) -> AppBundleError {
@@ -298,8 +298,8 @@ public enum AppInspector {
         inspection.executable = executablePath
         if let entry = archive.entry(named: executablePath) {
             do {
-                let executable = try ZipEntryBytes(archive: archive, entry: entry, limit: limits.executableBytes)
-                inspection.signature = try readSignature(executable, name: executablePath, findings: &inspection.findings)
+                let slices = try ZipEntryReader.slices(of: entry, in: archive, limit: limits.executableBytes)
+                inspection.signature = try readSignature(slices, name: executablePath, findings: &inspection.findings)
             } catch {
                 inspection.signatureError = error
             }
@@ -394,9 +394,13 @@ public enum AppInspector {
 
     // MARK: - Signature
 
-    /// Reads the entitlements of every signed slice and reports how they disagree.
+    /// Reads the slices of an executable, then their entitlements (below).
     static func readSignature(_ executable: some RangedBytes, name: String, findings: inout [Finding]) throws(AppBundleError) -> SignedEntitlements {
-        let slices = try MachOFile.slices(of: executable)
+        try readSignature(try MachOFile.slices(of: executable), name: name, findings: &findings)
+    }
+
+    /// Reads the entitlements of every signed slice and reports how they disagree.
+    static func readSignature(_ slices: [MachOFile.Slice], name: String, findings: inout [Finding]) throws(AppBundleError) -> SignedEntitlements {
         let signed = slices.filter { $0.signature != nil }
         guard !signed.isEmpty else {
             throw AppBundleError("macho-no-signature", "\(name) has no code signature (no LC_CODE_SIGNATURE): it is unsigned")

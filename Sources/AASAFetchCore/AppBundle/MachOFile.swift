@@ -31,52 +31,96 @@ public enum MachOFile {
         try slices(of: InMemoryBytes(bytes: bytes))
     }
 
+    /// The most bytes of load commands read, over all slices (real executables hold well under
+    /// 1 MiB; a hostile header could name the whole file).
+    static let maxLoadCommandBytes = 16 << 20
+    /// The most bytes of code signatures read, over all slices (a 1 GiB executable's signature,
+    /// page hashes included, is about 20 MiB; a hostile one could name the whole file).
+    static let maxSignatureBytes = 64 << 20
+    /// The bytes of a slice's header read: the fields up to `sizeofcmds` (a 64-bit header's last
+    /// four bytes are reserved), so that the load commands start where the read ends.
+    static let headerReadBytes = 28
+
     /// Reads every slice of a thin or universal Mach-O, reading only the ranges it needs: the
-    /// universal header, each slice's header and load commands, then each signature.
+    /// universal header, then for each slice its header, its load commands and its signature.
     static func slices(of source: some RangedBytes) throws(AppBundleError) -> [Slice] {
+        guard let slices = try slicesIfRead(of: source) else {
+            throw AppBundleError("macho-truncated", "the executable could not be read")
+        }
+        return slices
+    }
+
+    /// ``slices(of:)``, or `nil` while some of what it needs is still to come (a stream: it has
+    /// asked for it, and it is run again when that has come).
+    ///
+    /// The error is the one reading the file whole gives: the first slice that fails, at the
+    /// first step it fails (its record, header, load commands, signature's place). A slice's
+    /// failure waits while a slice before it waits.
+    static func slicesIfRead(of source: some RangedBytes) throws(AppBundleError) -> [Slice]? {
         guard source.count >= 4 else {
             throw AppBundleError("macho-not-macho", "\(source.count) bytes is too short for a Mach-O header")
         }
-        let prefix = ByteView(try source.read([0..<min(source.count, 8 + maxSlices * 32)])[0])
+        guard let first = try source.read([0..<min(source.count, 8 + maxSlices * 32)])?.first else { return nil }
+        let prefix = ByteView(first)
         let big = prefix.uint32BE(at: 0) ?? 0
         let universal = big == 0xCAFE_BABE || big == 0xCAFE_BABF
-        let places = universal
+        let (places, recordFailure) = universal
             ? try universalPlaces(prefix, fileSize: source.count, wide: big == 0xCAFE_BABF)
-            : [(offset: 0, size: source.count)]
-
-        let headerBytes = try source.read(places.map { $0.offset..<($0.offset + min($0.size, 32)) })
-        var headers: [Header] = []
+            : ([(offset: 0, size: source.count)], nil)
+        var slices: [Slice] = []
+        var waiting = false
+        var commandsTotal = 0
+        var signaturesTotal = 0
         for (number, place) in places.enumerated() {
-            let view = ByteView(headerBytes[number])
-            if universal {
-                guard let magic = view.uint32BE(at: 0), magic != 0xCAFE_BABE, magic != 0xCAFE_BABF else {
-                    throw AppBundleError("macho-malformed", "architecture \(number) is not a thin Mach-O")
+            do throws(AppBundleError) {
+                guard let start = try source.read([place.offset..<(place.offset + min(place.size, headerReadBytes))])?.first else {
+                    waiting = true
+                    continue
                 }
+                let view = ByteView(start)
+                if universal {
+                    guard let magic = view.uint32BE(at: 0), magic != 0xCAFE_BABE, magic != 0xCAFE_BABF else {
+                        throw AppBundleError("macho-malformed", "architecture \(number) is not a thin Mach-O")
+                    }
+                }
+                let header = try header(view, sliceSize: place.size)
+                commandsTotal += header.commandsSize
+                guard commandsTotal <= maxLoadCommandBytes else {
+                    throw AppBundleError("macho-malformed", "the load commands hold \(commandsTotal) bytes, more than the \(maxLoadCommandBytes >> 20) MiB read")
+                }
+                let commandsStart = place.offset + header.size
+                guard let commands = try source.read([commandsStart..<(commandsStart + header.commandsSize)])?.first else {
+                    waiting = true
+                    continue
+                }
+                var signature: [UInt8]?
+                if let range = try signatureRange(ByteView(commands), header: header, sliceSize: place.size) {
+                    signaturesTotal += range.count
+                    guard signaturesTotal <= maxSignatureBytes else {
+                        throw AppBundleError("signature-malformed", "the code signatures hold \(signaturesTotal) bytes, more than the \(maxSignatureBytes >> 20) MiB read")
+                    }
+                    guard let bytes = try source.read([(place.offset + range.lowerBound)..<(place.offset + range.upperBound)])?.first else {
+                        waiting = true
+                        continue
+                    }
+                    signature = bytes
+                }
+                slices.append(Slice(architecture: header.architecture, offset: place.offset, size: place.size, signature: signature))
+            } catch {
+                if waiting { return nil }
+                throw error
             }
-            headers.append(try header(view, sliceSize: place.size))
         }
-
-        let commandBytes = try source.read(zip(places, headers).map { place, header in
-            (place.offset + header.size)..<(place.offset + header.size + header.commandsSize)
-        })
-        var signatureRanges: [Range<Int>?] = []
-        for (number, header) in headers.enumerated() {
-            let commands = ByteView(Array(headerBytes[number].prefix(header.size)) + commandBytes[number])
-            signatureRanges.append(try signatureRange(commands, header: header, sliceSize: places[number].size))
-        }
-
-        let wanted = zip(places, signatureRanges).compactMap { place, range in
-            range.map { (place.offset + $0.lowerBound)..<(place.offset + $0.upperBound) }
-        }
-        var signatures = try source.read(wanted).makeIterator()
-        return zip(places, zip(headers, signatureRanges)).map { place, pair in
-            Slice(architecture: pair.0.architecture, offset: place.offset, size: place.size,
-                  signature: pair.1 == nil ? nil : signatures.next())
-        }
+        if waiting { return nil }
+        if let recordFailure { throw recordFailure }
+        return slices
     }
 
-    /// Where each slice of a universal file lies, from the header's records.
-    private static func universalPlaces(_ view: ByteView, fileSize: Int, wide: Bool) throws(AppBundleError) -> [(offset: Int, size: Int)] {
+    /// Where each slice of a universal file lies, from the header's records: the slices before
+    /// the first record that fails, and its error.
+    /// - Throws: when the header itself is unusable (no slice can be read).
+    private static func universalPlaces(_ view: ByteView, fileSize: Int, wide: Bool) throws(AppBundleError)
+        -> (places: [(offset: Int, size: Int)], failure: AppBundleError?) {
         guard let count32 = view.uint32BE(at: 4) else {
             throw AppBundleError("macho-truncated", "the universal header is cut short")
         }
@@ -94,7 +138,7 @@ public enum MachOFile {
             let record = 8 + number * recordSize
             guard view.contains(offset: record, length: recordSize),
                   let cpuType = view.uint32BE(at: record), let cpuSubtype = view.uint32BE(at: record + 4) else {
-                throw AppBundleError("macho-truncated", "universal architecture record \(number) is cut short")
+                return (places, AppBundleError("macho-truncated", "universal architecture record \(number) is cut short"))
             }
             let offset64: UInt64?
             let size64: UInt64?
@@ -107,17 +151,17 @@ public enum MachOFile {
             }
             guard let offset64, let size64, let offset = Int(checked: offset64), let size = Int(checked: size64),
                   offset <= fileSize, size <= fileSize - offset else {
-                throw AppBundleError("macho-truncated", "architecture \(architectureName(cpuType, cpuSubtype)) lies outside the file")
+                return (places, AppBundleError("macho-truncated", "architecture \(architectureName(cpuType, cpuSubtype)) lies outside the file"))
             }
             let range = offset..<(offset + size)
             if let other = taken.firstIndex(where: { $0.overlaps(range) }) {
-                throw AppBundleError("macho-malformed", "architecture \(architectureName(cpuType, cpuSubtype)) overlaps "
-                                     + (other == 0 ? "the universal header" : "architecture \(other - 1)"))
+                return (places, AppBundleError("macho-malformed", "architecture \(architectureName(cpuType, cpuSubtype)) overlaps "
+                                               + (other == 0 ? "the universal header" : "architecture \(other - 1)")))
             }
             taken.append(range)
             places.append((offset, size))
         }
-        return places
+        return (places, nil)
     }
 
     /// A thin Mach-O's header, as far as the load commands need it.
@@ -146,7 +190,7 @@ public enum MachOFile {
             throw AppBundleError("macho-not-macho", "not a Mach-O executable (magic 0x\(String(magic, radix: 16)))")
         }
         let headerSize = is64 ? 32 : 28
-        guard view.count >= headerSize, let cpuType = view.uint32(at: 4, bigEndian: bigEndian),
+        guard sliceSize >= headerSize, view.count >= headerReadBytes, let cpuType = view.uint32(at: 4, bigEndian: bigEndian),
               let cpuSubtype = view.uint32(at: 8, bigEndian: bigEndian),
               let commandCount = view.uint32(at: 16, bigEndian: bigEndian),
               let commandsSize = view.uint32(at: 20, bigEndian: bigEndian) else {
@@ -163,12 +207,12 @@ public enum MachOFile {
                       commandCount: Int(commandCount), commandsSize: Int(commandsSize))
     }
 
-    /// Walks the load commands (`view`: the header and the commands, as in the slice) to
-    /// `LC_CODE_SIGNATURE`: where the signature lies in the slice, or `nil` when it is unsigned.
+    /// Walks the load commands (`view`: the commands alone) to `LC_CODE_SIGNATURE`: where the
+    /// signature lies in the slice, or `nil` when it is unsigned.
     private static func signatureRange(_ view: ByteView, header: Header, sliceSize: Int) throws(AppBundleError) -> Range<Int>? {
         let (architecture, bigEndian) = (header.architecture, header.bigEndian)
-        let commandsEnd = header.size + header.commandsSize
-        var cursor = header.size
+        let commandsEnd = header.commandsSize
+        var cursor = 0
         var signature: Range<Int>?
         for number in 0..<header.commandCount {
             guard cursor <= commandsEnd - 8, let command = view.uint32(at: cursor, bigEndian: bigEndian),
