@@ -384,7 +384,7 @@ struct AppBundleTests {
     /// An executable is read by range (its headers, load commands and signatures), not whole, so
     /// a 200 MB executable no longer costs 200 MB: the same entitlements come out of memory, a
     /// file, a folder and stored or deflated archives, for slices past the first mebibyte that the
-    /// archive reader keeps from its first reading. A damaged byte anywhere is still found.
+    /// archive reader keeps as the entry streams by. A damaged byte anywhere is still found.
     @Test func readsLargeUniversalExecutablesByRange() throws {
         let padding = 1_500_000
         let arm = F.machO(signature: F.superBlob(xml: F.xmlPlist(F.entitlements()), der: nil), cpu: .arm64, padding: padding)
@@ -392,8 +392,8 @@ struct AppBundleTests {
         let intel = F.machO(signature: F.superBlob(xml: F.xmlPlist(other), der: F.derEntitlements(other)), cpu: .x86_64, padding: padding)
         let binary = F.universal([(.arm64, arm), (.x86_64, intel)])
 
-        // The second slice's signature right past what came with its header (256 KiB): the
-        // archive's stream may have passed it when it is asked for, and it is read again then.
+        // The second slice's signature at several distances after its load commands: each range
+        // is asked for as soon as the one it is found from has come, before the stream reaches it.
         for near in [250_000, 262_000, 280_000, 300_000, 330_000] {
             let late = F.machO(signature: F.superBlob(xml: F.xmlPlist(other), der: nil), cpu: .x86_64, padding: near)
             let archive = try F.deflatedZip(F.ipaEntries(executable: F.universal([(.arm64, arm), (.x86_64, late)]), profile: nil))

@@ -174,7 +174,8 @@ final class StreamCapture: RangedBytes {
 /// keeping its first ``prefixBytes``), then again, up to the last byte needed, for each read past
 /// that (``ZipEntryReader`` needs it only for unusual layouts).
 final class ZipEntryBytes: RangedBytes {
-    /// The bytes kept from the first reading: a thin executable's headers and load commands.
+    /// The bytes kept of an entry's start (by ``StreamCapture`` too): a thin executable's headers
+    /// and load commands, nearly always.
     static let prefixBytes = 1 << 20
 
     let count: Int
