@@ -205,23 +205,22 @@ public enum AppInspector {
     /// A regular file given on its own that starts as a Mach-O does, opened to be read by range;
     /// `nil` for anything else (read whole, then told apart by its bytes).
     private static func openMachO(_ path: String, limit: Int) throws(AppBundleError) -> FileBytes? {
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size >= 4 else {
-            close(descriptor)
-            return nil
-        }
-        let file = FileBytes(descriptor: descriptor, count: Int(status.st_size), path: path)
-        guard MachOFile.hasMagic(try file.read([0..<4])?.first ?? []) else { return nil }
+        guard let file = try? openRegularFile(path), file.count >= 4,
+              MachOFile.hasMagic(try file.read([0..<4])?.first ?? []) else { return nil }
         guard file.count <= limit else { throw appError(.tooLarge(size: file.count, limit: limit), path: path) }
         return file
     }
 
-    /// Opens a file inside an `.app` folder: only a regular file of at most `limit` bytes. A
-    /// device (a link to `/dev/zero`) or a pipe (which would block the open, and the run, until a
-    /// writer came) is `app-unreadable`.
+    /// Opens a file inside an `.app` folder: only a regular file of at most `limit` bytes.
     private static func openBundleFile(_ path: String, limit: Int) throws(AppBundleError) -> FileBytes {
+        let file = try openRegularFile(path)
+        guard file.count <= limit else { throw appError(.tooLarge(size: file.count, limit: limit), path: path) }
+        return file
+    }
+
+    /// Opens a regular file to be read by range. A device (a link to `/dev/zero`) or a pipe
+    /// (opened without waiting for a writer) is `app-unreadable`.
+    private static func openRegularFile(_ path: String) throws(AppBundleError) -> FileBytes {
         let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { throw AppBundleError("app-unreadable", "cannot read \(path): \(SystemReason.text(errno: errno))") }
         var status = stat()
@@ -229,9 +228,7 @@ public enum AppInspector {
             close(descriptor)
             throw AppBundleError("app-unreadable", "\(path) is not a regular file (a device, a pipe or a folder); an app holds files")
         }
-        let file = FileBytes(descriptor: descriptor, count: Int(status.st_size), path: path)
-        guard file.count <= limit else { throw appError(.tooLarge(size: file.count, limit: limit), path: path) }
-        return file
+        return FileBytes(descriptor: descriptor, count: Int(status.st_size), path: path)
     }
 
     /// Reads a whole file inside an `.app` folder (see ``openBundleFile(_:limit:)``).
