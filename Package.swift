@@ -94,7 +94,7 @@ let package = Package(
         ),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "AASAFetchTestSupport"]),
         .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "AASAFetchTestSupport"]),
-        .testTarget(name: "AASAFetchCoreTests", dependencies: ["AASAFetchCore", "CurlTransport", "AASAFetchTestSupport"]),
+        .testTarget(name: "AASAFetchCoreTests", dependencies: ["AASAFetchCore", "CurlTransport", "Inflate", "AASAFetchTestSupport"]),
         .testTarget(
             name: "AASAFetchCLITests",
             dependencies: ["AASAFetchCLI", "AASAFetchCore", "AASAFetchTestSupport", "PostgresClient"]

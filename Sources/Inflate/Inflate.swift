@@ -36,7 +36,27 @@ public enum Inflate {
     @discardableResult
     public static func raw(_ input: ArraySlice<UInt8>, limit: Int,
                            consume: (UnsafeBufferPointer<UInt8>) -> Bool) throws(Failure) -> Bool {
-        guard input.count <= Int(UInt32.max) else { throw .tooLarge(limit: limit) }
+        var given = false
+        return try raw(limit: limit, input: {
+            defer { given = true }
+            return given ? nil : input
+        }, consume: consume)
+    }
+
+    /// Decompresses raw DEFLATE bytes that arrive piece by piece (a file read in chunks): `input`
+    /// gives the next piece of compressed bytes, or `nil` when there are no more. Output goes to
+    /// `consume` as in ``raw(_:limit:consume:)``.
+    ///
+    /// - Parameters:
+    ///   - limit: The most bytes the output may hold.
+    ///   - input: Called for each next piece of input; `nil` ends it (then a stream not yet at its
+    ///     last block is ``Failure/truncated``).
+    ///   - consume: Called with each piece of output; valid only during the call.
+    /// - Returns: Whether the stream was read to its end (`false`: `consume` stopped it).
+    /// - Throws: ``Failure`` on corrupt or truncated input, or output past `limit`.
+    @discardableResult
+    public static func raw(limit: Int, input: () -> ArraySlice<UInt8>?,
+                           consume: (UnsafeBufferPointer<UInt8>) -> Bool) throws(Failure) -> Bool {
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
         defer {
@@ -50,34 +70,55 @@ public enum Inflate {
         let chunk = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: chunkSize)
         defer { chunk.deallocate() }
         var total = 0
-        let result: Result<Bool, Failure> = input.withUnsafeBufferPointer { inputBuffer in
-            stream.pointee.next_in = inputBuffer.baseAddress.map { UnsafeMutablePointer(mutating: $0) }
-            stream.pointee.avail_in = UInt32(inputBuffer.count)
-            while true {
-                stream.pointee.next_out = chunk.baseAddress
-                stream.pointee.avail_out = UInt32(chunkSize)
-                let status = inflate(stream, Z_NO_FLUSH)
-                let produced = chunkSize - Int(stream.pointee.avail_out)
-                if produced > limit - total { return .failure(.tooLarge(limit: limit)) }
-                total += produced
-                if produced > 0, !consume(UnsafeBufferPointer(rebasing: chunk[0..<produced])) { return .success(false) }
-                switch status {
-                case Z_STREAM_END:
-                    return .success(true)
-                case Z_OK:
-                    continue
-                case Z_BUF_ERROR:
-                    // No progress possible: the input ran out before the end of the stream.
-                    if stream.pointee.avail_in == 0 { return .failure(.truncated) }
-                    if produced == 0 { return .failure(.corrupt("zlib made no progress")) }
-                    continue
-                default:
-                    let message = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(status)"
-                    return .failure(.corrupt(message))
+        enum Step { case ended, stopped, needsInput }
+        while let piece = input() {
+            // At most 4 GiB at a time: zlib counts its input in 32 bits.
+            var start = piece.startIndex
+            while start < piece.endIndex {
+                let part = piece[start..<(start + min(piece.endIndex - start, Int(UInt32.max)))]
+                start = part.endIndex
+                let step: Result<Step, Failure> = part.withUnsafeBufferPointer { inputBuffer in
+                    stream.pointee.next_in = inputBuffer.baseAddress.map { UnsafeMutablePointer(mutating: $0) }
+                    stream.pointee.avail_in = UInt32(inputBuffer.count)
+                    defer {
+                        stream.pointee.next_in = nil
+                        stream.pointee.avail_in = 0
+                    }
+                    while true {
+                        stream.pointee.next_out = chunk.baseAddress
+                        stream.pointee.avail_out = UInt32(chunkSize)
+                        let status = inflate(stream, Z_NO_FLUSH)
+                        let produced = chunkSize - Int(stream.pointee.avail_out)
+                        if produced > limit - total { return .failure(.tooLarge(limit: limit)) }
+                        total += produced
+                        if produced > 0, !consume(UnsafeBufferPointer(rebasing: chunk[0..<produced])) { return .success(.stopped) }
+                        switch status {
+                        case Z_STREAM_END:
+                            return .success(.ended)
+                        case Z_OK:
+                            // Output filled the buffer: there may be more without more input.
+                            if stream.pointee.avail_in == 0, produced < chunkSize { return .success(.needsInput) }
+                            continue
+                        case Z_BUF_ERROR:
+                            // No progress possible: this piece of input is used up.
+                            if stream.pointee.avail_in == 0 { return .success(.needsInput) }
+                            if produced == 0 { return .failure(.corrupt("zlib made no progress")) }
+                            continue
+                        default:
+                            let message = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(status)"
+                            return .failure(.corrupt(message))
+                        }
+                    }
+                }
+                switch try step.get() {
+                case .ended: return true
+                case .stopped: return false
+                case .needsInput: continue
                 }
             }
         }
-        return try result.get()
+        // The input ran out before the end of the stream.
+        throw .truncated
     }
 }
 

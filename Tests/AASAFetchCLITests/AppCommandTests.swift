@@ -37,14 +37,14 @@ struct AppCommandTests {
         let signature = F.superBlob(xml: F.xmlPlist(F.entitlements()), der: nil)
         try Data(signature).write(to: dir.appendingPathComponent("signature"))
         try Data(F.infoPlist()).write(to: dir.appendingPathComponent("Info.plist"))
-        let ipa = dir.appendingPathComponent("Big.ipa").path
-        // A thin arm64 executable: header, LC_CODE_SIGNATURE, 100 MB of code, the signature.
+        // A thin arm64 executable: header, LC_CODE_SIGNATURE, 100 MB of code, the signature; in a
+        // deflated archive of 100 KB and in a stored one of 100 MB (the archive is read by range too).
         let script = """
         import struct, sys, zipfile
-        folder, size, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+        folder, size, out, method = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
         signature = open(folder + "/signature", "rb").read()
         head = struct.pack("<8I", 0xFEEDFACF, 0x0100000C, 0, 2, 1, 16, 0, 0) + struct.pack("<4I", 0x1D, 16, size, len(signature))
-        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        with zipfile.ZipFile(out, "w", method) as z:
             z.write(folder + "/Info.plist", "Payload/Demo.app/Info.plist")
             with z.open("Payload/Demo.app/Demo", "w", force_zip64=True) as entry:
                 entry.write(head)
@@ -55,20 +55,25 @@ struct AppCommandTests {
                     left -= len(chunk)
                 entry.write(signature)
         """
-        let made = try ChildProcess.run("/usr/bin/env", ["python3", "-c", script, dir.path, "100000000", ipa])
-        #expect(made.status == 0, "\(made.standardError)")
-        let measure = """
-        import resource, subprocess, sys
-        run = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE)
-        print(run.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, len(run.stdout))
-        """
-        let result = try ChildProcess.run("/usr/bin/env", ["python3", "-c", measure, ToolRunner.binary, "entitlements", ipa, "--json"])
-        let fields = result.standardOutput.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-        #expect(fields.count == 3 && fields[0] == 0 && fields[2] > 0, "\(result.standardOutput) \(result.standardError)")
-        // KiB: the debug build peaks at about 36 MiB here, the whole executable alone is 95 MiB.
-        #expect(fields.count == 3 && fields[1] < 72 * 1024, "peak \(fields.dropFirst().first ?? -1) KiB")
-        let json = try ToolRunner.run(["entitlements", ipa, "--json"]).json()
-        #expect(json["appID"] as? String == F.appID)
+        for (name, method) in [("Deflated.ipa", "8"), ("Stored.ipa", "0")] {
+            let ipa = dir.appendingPathComponent(name).path
+            let made = try ChildProcess.run("/usr/bin/env", ["python3", "-c", script, dir.path, "100000000", ipa, method])
+            #expect(made.status == 0, "\(made.standardError)")
+            let measure = """
+            import resource, subprocess, sys
+            run = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE)
+            print(run.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, len(run.stdout))
+            """
+            let result = try ChildProcess.run("/usr/bin/env", ["python3", "-c", measure, ToolRunner.binary, "entitlements", ipa, "--json"])
+            let fields = result.standardOutput.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            #expect(fields.count == 3 && fields[0] == 0 && fields[2] > 0, "\(name): \(result.standardOutput) \(result.standardError)")
+            // KiB: the debug build peaks at about 36 MiB here; the executable alone is 95 MiB, and
+            // so is the stored archive.
+            #expect(fields.count == 3 && fields[1] < 72 * 1024, "\(name): peak \(fields.dropFirst().first ?? -1) KiB")
+            let json = try ToolRunner.run(["entitlements", ipa, "--json"]).json()
+            #expect(json["appID"] as? String == F.appID)
+            try? FileManager.default.removeItem(atPath: ipa)
+        }
     }
 
     @Test func entitlementsJSON() throws {

@@ -1,6 +1,7 @@
 import AASAFetchCore
 import AASAFetchTestSupport
 import Foundation
+import Inflate
 import Testing
 import Glibc
 
@@ -508,6 +509,87 @@ struct AppBundleTests {
         #expect(code { _ = try AppInspector.inspect(bytes: F.zip([("Other/Demo.app/Demo", [1])]), path: "X.ipa") } == "zip-no-payload")
         #expect(code { _ = try ZipArchive(bytes: [0x50, 0x4B, 3, 4] + Array(repeating: 0, count: 30)) } == "zip-truncated")
         #expect(code { _ = try ZipArchive(bytes: Array("PK not really a zip".utf8) + Array(repeating: 0, count: 30)) } == "zip-corrupt")
+    }
+
+    /// An archive given by path is read by range (its tail, its central directory, then each entry
+    /// in pieces of 64 KiB), not whole: the same answers as from memory, for stored and deflated
+    /// entries that span several pieces, and for damaged archives (the same code and message).
+    @Test func anArchiveOnDiskIsReadByRangeAsFromMemory() throws {
+        let dir = try F.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var random = Seeded(state: 7)
+        // An Info.plist of about 300 KB that does not compress away, and an executable of 200 KB.
+        let filler = String((0..<300_000).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement(using: &random)! })
+        let info = F.xmlPlist(["CFBundleExecutable": .string("Demo"), "CFBundleIdentifier": .string("com.example.demo"),
+                               "Filler": .string(filler)])
+        let signature = F.superBlob(xml: F.xmlPlist(F.entitlements()), der: nil)
+        var entries = F.ipaEntries(executable: F.machO(signature: signature, padding: 200_000), profile: try F.profile())
+        entries = entries.map { $0.name.hasSuffix("Info.plist") ? ($0.name, info) : $0 }
+        let path = dir.appendingPathComponent("Demo.ipa").path
+        func describe(_ body: () throws(AppBundleError) -> AppInspection) -> [AnyHashable?] {
+            do {
+                let it = try body()
+                return [it.path, it.kind.rawValue, it.bundle, it.executable, it.bundleIdentifier, it.signature, it.signatureError,
+                        it.profile, it.profilePath, it.profileError, it.findings]
+            } catch {
+                return [error]
+            }
+        }
+        func sameFromFile(_ archive: [UInt8]) throws -> Bool {
+            try Data(archive).write(to: URL(fileURLWithPath: path))
+            let fromFile = describe { () throws(AppBundleError) in try AppInspector.inspect(path: path) }
+            let fromMemory = describe { () throws(AppBundleError) in try AppInspector.inspect(bytes: archive, path: path) }
+            #expect(fromFile == fromMemory)
+            return fromFile == fromMemory
+        }
+        for archive in [F.zip(entries), try F.deflatedZip(entries)] {
+            #expect(archive.count > 200_000)
+            let inspection = try AppInspector.inspect(path: { try? Data(archive).write(to: URL(fileURLWithPath: path)); return path }())
+            #expect(inspection.kind == .ipa)
+            #expect(inspection.signature?.associatedDomains?.count == 3)
+            #expect(inspection.bundleIdentifier == "com.example.demo")
+            #expect(try sameFromFile(archive))
+            // Cut at every piece boundary of the entries and in the directory; damaged in places.
+            var cuts = Array(stride(from: 0, to: archive.count, by: 65_536)).flatMap { [$0 - 1, $0, $0 + 1] }
+            cuts += [archive.count - 1, archive.count - 22, archive.count - 23, 3, 21, 29, 31]
+            for cut in cuts where cut >= 0 && cut < archive.count {
+                guard try sameFromFile(Array(archive.prefix(cut))) else { return }
+            }
+            for _ in 0..<150 {
+                guard try sameFromFile(Self.mutate(archive, using: &random)) else { return }
+            }
+        }
+    }
+
+    /// DEFLATE input given in pieces (an entry read from a file) inflates as given whole, for any
+    /// piece size, and input that stops early is `truncated` wherever it stops.
+    @Test func inflateTakesItsInputInPieces() throws {
+        var random = Seeded(state: 11)
+        let text = (0..<200_000).map { _ in UInt8.random(in: 97...104, using: &random) }
+        let archive = try F.deflatedZip([("t", text)])
+        // The one entry's data: after its local header (30 bytes, the name, the extra field), for
+        // its compressed size.
+        func field16(_ at: Int) -> Int { Int(archive[at]) | Int(archive[at + 1]) << 8 }
+        let start = 30 + field16(26) + field16(28)
+        let data = Array(archive[start..<(start + field16(18) | field16(20) << 16)])
+        func inflate(_ input: [UInt8], piece: Int) throws(Inflate.Failure) -> [UInt8] {
+            var output: [UInt8] = []
+            var start = 0
+            try Inflate.raw(limit: 1 << 20, input: {
+                guard start < input.count else { return nil }
+                defer { start += piece }
+                return input[start..<min(input.count, start + piece)]
+            }, consume: { output.append(contentsOf: $0); return true })
+            return output
+        }
+        #expect(try Inflate.raw(data[...], limit: 1 << 20) { _ in true })
+        for piece in [1, 7, 4096, 65_536, data.count] {
+            #expect(try inflate(data, piece: piece) == text, "pieces of \(piece)")
+        }
+        for cut in [0, 1, data.count / 3, data.count - 1] {
+            #expect(throws: Inflate.Failure.truncated) { try inflate(Array(data.prefix(cut)), piece: 1000) }
+        }
+        #expect(throws: Inflate.Failure.tooLarge(limit: 1000)) { try Inflate.raw(data[...], limit: 1000) { _ in true } }
     }
 
     @Test func capsDeflateBombs() throws {

@@ -149,10 +149,14 @@ public enum AppInspector {
         if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFCHR || (status.st_mode & S_IFMT) == S_IFBLK {
             throw AppBundleError("app-unreadable", "\(path) is a device, not an app, an archive, an executable or a profile")
         }
-        if (status.st_mode & S_IFMT) == S_IFREG, let executable = try openMachO(path, limit: limits.fileBytes) {
+        if (status.st_mode & S_IFMT) == S_IFREG, let (file, kind) = try openByRange(path, limit: limits.fileBytes) {
+            if kind == .ipa {
+                // The central directory, then the entries read, not the whole archive.
+                return try inspectArchive(try ZipArchive(source: file), path: path, limits: limits, now: now)
+            }
             // Only the ranges the signature needs are read, not the whole executable.
             var inspection = AppInspection(path: path, kind: .macho, executable: path, findings: [])
-            inspection.signature = try readSignature(executable, name: path, findings: &inspection.findings)
+            inspection.signature = try readSignature(file, name: path, findings: &inspection.findings)
             finish(&inspection, now: now)
             return inspection
         }
@@ -163,7 +167,7 @@ public enum AppInspector {
     /// Reads an `.ipa`, a Mach-O or a profile held in memory (`path` names it in messages).
     public static func inspect(bytes: [UInt8], path: String, limits: Limits = .standard, now: Date = Date()) throws(AppBundleError) -> AppInspection {
         if bytes.starts(with: [0x50, 0x4B]) {
-            return try inspectArchive(bytes, path: path, limits: limits, now: now)
+            return try inspectArchive(try ZipArchive(bytes: bytes), path: path, limits: limits, now: now)
         }
         if MachOFile.hasMagic(bytes) {
             var inspection = AppInspection(path: path, kind: .macho, executable: path, findings: [])
@@ -202,13 +206,20 @@ public enum AppInspector {
         }
     }
 
-    /// A regular file given on its own that starts as a Mach-O does, opened to be read by range;
-    /// `nil` for anything else (read whole, then told apart by its bytes).
-    private static func openMachO(_ path: String, limit: Int) throws(AppBundleError) -> FileBytes? {
-        guard let file = try? openRegularFile(path), file.count >= 4,
-              MachOFile.hasMagic(try file.read([0..<4])?.first ?? []) else { return nil }
+    /// A regular file given on its own that starts as a Mach-O or a zip archive does, opened to be
+    /// read by range; `nil` for anything else (read whole, then told apart by its bytes).
+    private static func openByRange(_ path: String, limit: Int) throws(AppBundleError) -> (FileBytes, AppInspection.Kind)? {
+        guard let file = try? openRegularFile(path), file.count >= 4, let magic = try? file.read([0..<4])?.first else { return nil }
+        let kind: AppInspection.Kind
+        if MachOFile.hasMagic(magic) {
+            kind = .macho
+        } else if magic.starts(with: [0x50, 0x4B]) {
+            kind = .ipa
+        } else {
+            return nil
+        }
         guard file.count <= limit else { throw appError(.tooLarge(size: file.count, limit: limit), path: path) }
-        return file
+        return (file, kind)
     }
 
     /// Opens a file inside an `.app` folder: only a regular file of at most `limit` bytes.
@@ -260,8 +271,7 @@ public enum AppInspector {
         !name.isEmpty && !name.contains("/") && name != "." && name != ".." && !name.contains("\0")
     }
 
-    private static func inspectArchive(_ bytes: [UInt8], path: String, limits: Limits, now: Date) throws(AppBundleError) -> AppInspection {
-        let archive = try ZipArchive(bytes: bytes)
+    private static func inspectArchive(_ archive: ZipArchive, path: String, limits: Limits, now: Date) throws(AppBundleError) -> AppInspection {
         // A set: an archive may name up to a million entries, each in another app folder.
         var apps: Set<String> = []
         for entry in archive.entries {

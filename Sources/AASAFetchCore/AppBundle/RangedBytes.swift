@@ -25,8 +25,9 @@ struct InMemoryBytes: RangedBytes {
     }
 }
 
-/// A regular file, read with `pread` where a range lies.
-final class FileBytes: RangedBytes {
+/// A regular file, read with `pread` where a range lies (from any thread: nothing changes after
+/// the open).
+final class FileBytes: RangedBytes, Sendable {
     /// The path, for messages.
     let path: String
     let count: Int

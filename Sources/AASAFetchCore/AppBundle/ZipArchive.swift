@@ -1,7 +1,9 @@
 import Inflate
 
 /// A read-only, bounds-checked zip reader for `.ipa` files: end of central directory (ZIP64 too),
-/// central directory, local headers; stored and DEFLATE entries with CRC and size checks.
+/// central directory, local headers; stored and DEFLATE entries with CRC and size checks. The
+/// archive is held in memory or read from a file by range: its central directory once, then each
+/// entry that is asked for, streamed in pieces of 64 KiB.
 ///
 /// Hostile archives give an ``AppBundleError`` (`zip-truncated`, `zip-corrupt`, `zip-unsafe-path`,
 /// `zip-unsupported`, `zip-too-large`), never a crash: every offset and length is checked, entry
@@ -34,24 +36,34 @@ public struct ZipArchive: Sendable {
 
     /// Every entry, in central-directory order.
     public let entries: [Entry]
-    private let view: ByteView
+    private let source: any ZipSource
     private let index: [String: Int]
 
     /// Reads the central directory of a zip archive held in memory.
     /// - Throws: ``AppBundleError`` when the archive is truncated, corrupt or holds an unsafe name.
     public init(bytes: [UInt8]) throws(AppBundleError) {
-        view = ByteView(bytes)
-        let directory = try Self.locateCentralDirectory(view)
+        try self.init(source: MemoryZipSource(bytes: bytes))
+    }
+
+    /// Reads the central directory of an archive from `source` (memory, or a file read by range).
+    init(source: any ZipSource) throws(AppBundleError) {
+        self.source = source
+        let directory = try Self.locateCentralDirectory(source)
+        // The directory itself, read whole: it is the archive's index, a small part of an .ipa.
+        guard let directoryBytes = try source.bytes(at: directory.offset, length: directory.size) else {
+            throw AppBundleError("zip-corrupt", "the central directory (offset \(directory.offset), \(directory.size) bytes) lies outside the \(source.count)-byte archive")
+        }
+        let view = ByteView(directoryBytes)
         var entries: [Entry] = []
         entries.reserveCapacity(min(directory.count, 4096))
         var index: [String: Int] = [:]
-        var offset = directory.offset
-        let end = directory.offset + directory.size
+        var offset = 0
+        let end = directory.size
         for number in 0..<directory.count {
             guard offset <= end - 46, view.uint32LE(at: offset) == 0x0201_4B50 else {
                 throw AppBundleError("zip-corrupt", "central directory record \(number) is missing or damaged")
             }
-            let entry = try Self.readCentralRecord(view, at: offset, directoryEnd: end, number: number)
+            let entry = try Self.readCentralRecord(view, at: offset, directoryEnd: end, archiveSize: source.count, number: number)
             guard index[entry.record.name] == nil else {
                 throw AppBundleError("zip-corrupt", "two entries are named '\(entry.record.name)'")
             }
@@ -89,7 +101,7 @@ public struct ZipArchive: Sendable {
     /// bytes can give (DEFLATE's best ratio is 1,032 to 1), so a size a hostile header claims
     /// reserves nothing large.
     public func expandedSizeBound(_ entry: Entry) -> Int {
-        let compressed = max(0, min(entry.compressedSize, view.count))
+        let compressed = max(0, min(entry.compressedSize, source.count))
         return max(0, min(entry.uncompressedSize, entry.method == 0 ? compressed : compressed * 1032 + 1024))
     }
 
@@ -111,16 +123,36 @@ public struct ZipArchive: Sendable {
             throw AppBundleError("zip-too-large", "'\(entry.name)' expands to \(entry.uncompressedSize) bytes, more than the \(limit)-byte cap")
         }
         let offset = entry.localHeaderOffset
-        guard let signature = view.uint32LE(at: offset), let nameLength = view.uint16LE(at: offset + 26),
-              let extraLength = view.uint16LE(at: offset + 28) else {
+        guard let header = try source.bytes(at: offset, length: 30).map(ByteView.init), let signature = header.uint32LE(at: 0),
+              let nameLength = header.uint16LE(at: 26), let extraLength = header.uint16LE(at: 28) else {
             throw AppBundleError("zip-truncated", "the local header of '\(entry.name)' lies past the end of the archive")
         }
         guard signature == 0x0403_4B50 else {
             throw AppBundleError("zip-corrupt", "'\(entry.name)' has no local header at offset \(offset)")
         }
         let dataOffset = offset + 30 + Int(nameLength) + Int(extraLength)
-        guard let data = view.slice(offset: dataOffset, length: entry.compressedSize) else {
+        guard dataOffset >= 0, entry.compressedSize >= 0, dataOffset <= source.count, entry.compressedSize <= source.count - dataOffset else {
             throw AppBundleError("zip-truncated", "the data of '\(entry.name)' runs past the end of the archive")
+        }
+        // The entry's bytes in pieces of 64 KiB, read as they are needed; a read that fails ends
+        // the input and is thrown in place of what the decoder made of the cut.
+        var position = dataOffset
+        let dataEnd = dataOffset + entry.compressedSize
+        var readError: AppBundleError?
+        func nextPiece() -> ArraySlice<UInt8>? {
+            guard position < dataEnd, readError == nil else { return nil }
+            let length = min(dataEnd - position, Self.pieceBytes)
+            do {
+                guard let piece = try source.slice(at: position, length: length) else {
+                    readError = AppBundleError("zip-truncated", "the data of '\(entry.name)' runs past the end of the archive")
+                    return nil
+                }
+                position += length
+                return piece
+            } catch {
+                readError = error
+                return nil
+            }
         }
         var crc: UInt32 = 0
         var produced = 0
@@ -130,25 +162,25 @@ public struct ZipArchive: Sendable {
             guard entry.compressedSize == entry.uncompressedSize else {
                 throw AppBundleError("zip-corrupt", "stored entry '\(entry.name)' has different compressed and uncompressed sizes")
             }
-            complete = data.withUnsafeBufferPointer { buffer in
-                var start = 0
-                while start < buffer.count {
-                    let piece = UnsafeBufferPointer(rebasing: buffer[start..<min(buffer.count, start + 64 * 1024)])
+            var stopped = false
+            while !stopped, let data = nextPiece() {
+                stopped = !data.withUnsafeBufferPointer { piece in
                     crc = Inflate.crc32(piece, continuing: crc)
                     produced += piece.count
-                    start += piece.count
-                    if !consume(piece) { return false }
+                    return consume(piece)
                 }
-                return true
             }
+            if let readError { throw readError }
+            complete = !stopped
         case 8:
             do {
-                complete = try Inflate.raw(data, limit: min(limit, entry.uncompressedSize)) { piece in
+                complete = try Inflate.raw(limit: min(limit, entry.uncompressedSize), input: nextPiece) { piece in
                     crc = Inflate.crc32(piece, continuing: crc)
                     produced += piece.count
                     return consume(piece)
                 }
             } catch {
+                if let readError { throw readError }
                 switch error {
                 case .truncated:
                     throw AppBundleError("zip-corrupt", "'\(entry.name)': \(error.description)")
@@ -180,31 +212,38 @@ public struct ZipArchive: Sendable {
     }
 
     /// Finds the end-of-central-directory record (and the ZIP64 one when present).
-    private static func locateCentralDirectory(_ view: ByteView) throws(AppBundleError) -> Directory {
-        guard view.count >= 22 else {
-            throw AppBundleError(view.uint32LE(at: 0) == 0x0403_4B50 ? "zip-truncated" : "zip-corrupt",
-                                 "\(view.count) bytes is too short for a zip archive")
+    private static func locateCentralDirectory(_ source: any ZipSource) throws(AppBundleError) -> Directory {
+        let startsAsZip = try source.bytes(at: 0, length: 4).map(ByteView.init)?.uint32LE(at: 0) == 0x0403_4B50
+        guard source.count >= 22 else {
+            throw AppBundleError(startsAsZip ? "zip-truncated" : "zip-corrupt", "\(source.count) bytes is too short for a zip archive")
         }
-        var eocd: Int?
+        // The record is in the last 22 bytes plus at most a 65,535-byte comment; offsets in
+        // `view` count from `tailStart`.
+        let tailStart = max(0, source.count - 22 - 0xFFFF)
+        guard let tail = try source.bytes(at: tailStart, length: source.count - tailStart) else {
+            throw AppBundleError("zip-truncated", "the end of the archive could not be read")
+        }
+        let view = ByteView(tail)
+        var found: Int?
         var position = view.count - 22
-        let lowest = max(0, view.count - 22 - 0xFFFF)
-        while position >= lowest {
+        while position >= 0 {
             if view.uint32LE(at: position) == 0x0605_4B50,
                let commentLength = view.uint16LE(at: position + 20), position + 22 + Int(commentLength) <= view.count {
-                eocd = position
+                found = position
                 break
             }
             position -= 1
         }
-        guard let eocd else {
-            if view.uint32LE(at: 0) == 0x0403_4B50 {
+        guard let found else {
+            if startsAsZip {
                 throw AppBundleError("zip-truncated", "no end-of-central-directory record: the archive is cut short")
             }
             throw AppBundleError("zip-corrupt", "not a zip archive: no end-of-central-directory record")
         }
-        guard let disk = view.uint16LE(at: eocd + 4), let directoryDisk = view.uint16LE(at: eocd + 6),
-              let count16 = view.uint16LE(at: eocd + 10), let size32 = view.uint32LE(at: eocd + 12),
-              let offset32 = view.uint32LE(at: eocd + 16) else {
+        let eocd = tailStart + found
+        guard let disk = view.uint16LE(at: found + 4), let directoryDisk = view.uint16LE(at: found + 6),
+              let count16 = view.uint16LE(at: found + 10), let size32 = view.uint32LE(at: found + 12),
+              let offset32 = view.uint32LE(at: found + 16) else {
             throw AppBundleError("zip-truncated", "the end-of-central-directory record is cut short")
         }
         var count = Int(count16)
@@ -212,11 +251,13 @@ public struct ZipArchive: Sendable {
         var offset = Int(offset32)
         if count16 == 0xFFFF || size32 == 0xFFFF_FFFF || offset32 == 0xFFFF_FFFF {
             // ZIP64: the locator sits just before the classic record.
-            if eocd >= 20, view.uint32LE(at: eocd - 20) == 0x0706_4B50 {
-                guard let recordOffset64 = view.uint64LE(at: eocd - 12), let recordOffset = Int(checked: recordOffset64),
-                      view.uint32LE(at: recordOffset) == 0x0606_4B50,
-                      let count64 = view.uint64LE(at: recordOffset + 32), let size64 = view.uint64LE(at: recordOffset + 40),
-                      let offset64 = view.uint64LE(at: recordOffset + 48) else {
+            if eocd >= 20, let locator = try source.bytes(at: eocd - 20, length: 20).map(ByteView.init),
+               locator.uint32LE(at: 0) == 0x0706_4B50 {
+                guard let recordOffset64 = locator.uint64LE(at: 8), let recordOffset = Int(checked: recordOffset64),
+                      let record = try source.bytes(at: recordOffset, length: 56).map(ByteView.init),
+                      record.uint32LE(at: 0) == 0x0606_4B50,
+                      let count64 = record.uint64LE(at: 32), let size64 = record.uint64LE(at: 40),
+                      let offset64 = record.uint64LE(at: 48) else {
                     throw AppBundleError("zip-corrupt", "the ZIP64 end-of-central-directory record is missing or damaged")
                 }
                 guard let wideCount = Int(checked: count64), let wideSize = Int(checked: size64),
@@ -230,8 +271,8 @@ public struct ZipArchive: Sendable {
         } else if disk != 0 || directoryDisk != 0 {
             throw AppBundleError("zip-unsupported", "multi-part (spanned) archives are not read")
         }
-        guard view.contains(offset: offset, length: size) else {
-            throw AppBundleError("zip-corrupt", "the central directory (offset \(offset), \(size) bytes) lies outside the \(view.count)-byte archive")
+        guard offset >= 0, size >= 0, offset <= source.count, size <= source.count - offset else {
+            throw AppBundleError("zip-corrupt", "the central directory (offset \(offset), \(size) bytes) lies outside the \(source.count)-byte archive")
         }
         guard count <= maxEntries, count <= size / 46 else {
             throw AppBundleError("zip-corrupt", "the archive claims \(count) entries in a \(size)-byte central directory")
@@ -240,7 +281,7 @@ public struct ZipArchive: Sendable {
     }
 
     /// Reads one central-directory record; returns it and the offset of the next.
-    private static func readCentralRecord(_ view: ByteView, at offset: Int, directoryEnd: Int, number: Int)
+    private static func readCentralRecord(_ view: ByteView, at offset: Int, directoryEnd: Int, archiveSize: Int, number: Int)
         throws(AppBundleError) -> (record: Entry, next: Int) {
         func field16(_ at: Int) -> Int { Int(view.uint16LE(at: offset + at) ?? 0) }
         func field32(_ at: Int) -> UInt32 { view.uint32LE(at: offset + at) ?? 0 }
@@ -285,7 +326,7 @@ public struct ZipArchive: Sendable {
             guard found else { throw AppBundleError("zip-corrupt", "'\(name)' needs a ZIP64 extra field and has none") }
         }
         guard let uncompressedSize = Int(checked: uncompressed), let compressedSize = Int(checked: compressed),
-              let localHeaderOffset = Int(checked: localOffset), localHeaderOffset < view.count else {
+              let localHeaderOffset = Int(checked: localOffset), localHeaderOffset < archiveSize else {
             throw AppBundleError("zip-corrupt", "'\(name)' has sizes or an offset outside the archive")
         }
         let entry = Entry(
@@ -304,5 +345,46 @@ public struct ZipArchive: Sendable {
             let shown = String(decoding: raw.map { $0 == 0 ? UInt8(ascii: "?") : $0 }, as: UTF8.self)
             throw AppBundleError("zip-unsafe-path", "the archive holds an unsafe entry name '\(shown)' (absolute, '..', backslash or NUL)")
         }
+    }
+}
+
+/// Where a zip archive's bytes come from: memory, or a regular file read by range.
+protocol ZipSource: Sendable {
+    /// The archive's size in bytes.
+    var count: Int { get }
+
+    /// The bytes `offset..<offset+length`, or `nil` when they lie outside the archive.
+    /// - Throws: ``AppBundleError`` (`app-unreadable`) when a file cannot be read.
+    func slice(at offset: Int, length: Int) throws(AppBundleError) -> ArraySlice<UInt8>?
+}
+
+extension ZipSource {
+    /// ``slice(at:length:)`` as an array.
+    func bytes(at offset: Int, length: Int) throws(AppBundleError) -> [UInt8]? {
+        try slice(at: offset, length: length).map { Array($0) }
+    }
+}
+
+extension ZipArchive {
+    /// The pieces an entry's bytes are read in.
+    fileprivate static let pieceBytes = 64 * 1024
+}
+
+/// An archive held in memory.
+struct MemoryZipSource: ZipSource {
+    let bytes: [UInt8]
+
+    var count: Int { bytes.count }
+
+    func slice(at offset: Int, length: Int) -> ArraySlice<UInt8>? {
+        guard offset >= 0, length >= 0, offset <= bytes.count, length <= bytes.count - offset else { return nil }
+        return bytes[offset..<(offset + length)]
+    }
+}
+
+extension FileBytes: ZipSource {
+    func slice(at offset: Int, length: Int) throws(AppBundleError) -> ArraySlice<UInt8>? {
+        guard offset >= 0, length >= 0, offset <= count, length <= count - offset else { return nil }
+        return try read([offset..<(offset + length)])?.first.map { $0[...] }
     }
 }
