@@ -15,7 +15,7 @@ protocol RangedBytes {
 }
 
 /// Bytes held in memory.
-struct InMemoryBytes: RangedBytes {
+struct InMemoryBytes: RangedBytes, Sendable {
     let bytes: [UInt8]
 
     var count: Int { bytes.count }

@@ -42,7 +42,7 @@ public struct ZipArchive: Sendable {
     /// Reads the central directory of a zip archive held in memory.
     /// - Throws: ``AppBundleError`` when the archive is truncated, corrupt or holds an unsafe name.
     public init(bytes: [UInt8]) throws(AppBundleError) {
-        try self.init(source: MemoryZipSource(bytes: bytes))
+        try self.init(source: InMemoryBytes(bytes: bytes))
     }
 
     /// Reads the central directory of an archive from `source` (memory, or a file read by range).
@@ -131,7 +131,7 @@ public struct ZipArchive: Sendable {
             throw AppBundleError("zip-corrupt", "'\(entry.name)' has no local header at offset \(offset)")
         }
         let dataOffset = offset + 30 + Int(nameLength) + Int(extraLength)
-        guard dataOffset >= 0, entry.compressedSize >= 0, dataOffset <= source.count, entry.compressedSize <= source.count - dataOffset else {
+        guard source.contains(offset: dataOffset, length: entry.compressedSize) else {
             throw AppBundleError("zip-truncated", "the data of '\(entry.name)' runs past the end of the archive")
         }
         // The entry's bytes in pieces of 64 KiB, read as they are needed; a read that fails ends
@@ -271,7 +271,7 @@ public struct ZipArchive: Sendable {
         } else if disk != 0 || directoryDisk != 0 {
             throw AppBundleError("zip-unsupported", "multi-part (spanned) archives are not read")
         }
-        guard offset >= 0, size >= 0, offset <= source.count, size <= source.count - offset else {
+        guard source.contains(offset: offset, length: size) else {
             throw AppBundleError("zip-corrupt", "the central directory (offset \(offset), \(size) bytes) lies outside the \(source.count)-byte archive")
         }
         guard count <= maxEntries, count <= size / 46 else {
@@ -359,6 +359,11 @@ protocol ZipSource: Sendable {
 }
 
 extension ZipSource {
+    /// Whether `offset..<offset+length` lies inside the archive (no overflow possible).
+    func contains(offset: Int, length: Int) -> Bool {
+        offset >= 0 && length >= 0 && offset <= count && length <= count - offset
+    }
+
     /// ``slice(at:length:)`` as an array.
     func bytes(at offset: Int, length: Int) throws(AppBundleError) -> [UInt8]? {
         try slice(at: offset, length: length).map { Array($0) }
@@ -371,20 +376,16 @@ extension ZipArchive {
 }
 
 /// An archive held in memory.
-struct MemoryZipSource: ZipSource {
-    let bytes: [UInt8]
-
-    var count: Int { bytes.count }
-
+extension InMemoryBytes: ZipSource {
     func slice(at offset: Int, length: Int) -> ArraySlice<UInt8>? {
-        guard offset >= 0, length >= 0, offset <= bytes.count, length <= bytes.count - offset else { return nil }
-        return bytes[offset..<(offset + length)]
+        contains(offset: offset, length: length) ? bytes[offset..<(offset + length)] : nil
     }
 }
 
+/// An archive in a regular file.
 extension FileBytes: ZipSource {
     func slice(at offset: Int, length: Int) throws(AppBundleError) -> ArraySlice<UInt8>? {
-        guard offset >= 0, length >= 0, offset <= count, length <= count - offset else { return nil }
+        guard contains(offset: offset, length: length) else { return nil }
         return try read([offset..<(offset + length)])?.first.map { $0[...] }
     }
 }
