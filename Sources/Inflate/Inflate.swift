@@ -72,49 +72,45 @@ public enum Inflate {
         var total = 0
         enum Step { case ended, stopped, needsInput }
         while let piece = input() {
-            // At most 4 GiB at a time: zlib counts its input in 32 bits.
-            var start = piece.startIndex
-            while start < piece.endIndex {
-                let part = piece[start..<(start + min(piece.endIndex - start, Int(UInt32.max)))]
-                start = part.endIndex
-                let step: Result<Step, Failure> = part.withUnsafeBufferPointer { inputBuffer in
-                    stream.pointee.next_in = inputBuffer.baseAddress.map { UnsafeMutablePointer(mutating: $0) }
-                    stream.pointee.avail_in = UInt32(inputBuffer.count)
-                    defer {
-                        stream.pointee.next_in = nil
-                        stream.pointee.avail_in = 0
-                    }
-                    while true {
-                        stream.pointee.next_out = chunk.baseAddress
-                        stream.pointee.avail_out = UInt32(chunkSize)
-                        let status = inflate(stream, Z_NO_FLUSH)
-                        let produced = chunkSize - Int(stream.pointee.avail_out)
-                        if produced > limit - total { return .failure(.tooLarge(limit: limit)) }
-                        total += produced
-                        if produced > 0, !consume(UnsafeBufferPointer(rebasing: chunk[0..<produced])) { return .success(.stopped) }
-                        switch status {
-                        case Z_STREAM_END:
-                            return .success(.ended)
-                        case Z_OK:
-                            // Output filled the buffer: there may be more without more input.
-                            if stream.pointee.avail_in == 0, produced < chunkSize { return .success(.needsInput) }
-                            continue
-                        case Z_BUF_ERROR:
-                            // No progress possible: this piece of input is used up.
-                            if stream.pointee.avail_in == 0 { return .success(.needsInput) }
-                            if produced == 0 { return .failure(.corrupt("zlib made no progress")) }
-                            continue
-                        default:
-                            let message = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(status)"
-                            return .failure(.corrupt(message))
-                        }
+            // zlib counts its input in 32 bits (a zip entry's pieces are 64 KiB).
+            guard piece.count <= Int(UInt32.max) else { throw .tooLarge(limit: limit) }
+            let step: Result<Step, Failure> = piece.withUnsafeBufferPointer { inputBuffer in
+                stream.pointee.next_in = inputBuffer.baseAddress.map { UnsafeMutablePointer(mutating: $0) }
+                stream.pointee.avail_in = UInt32(inputBuffer.count)
+                defer {
+                    stream.pointee.next_in = nil
+                    stream.pointee.avail_in = 0
+                }
+                while true {
+                    stream.pointee.next_out = chunk.baseAddress
+                    stream.pointee.avail_out = UInt32(chunkSize)
+                    let status = inflate(stream, Z_NO_FLUSH)
+                    let produced = chunkSize - Int(stream.pointee.avail_out)
+                    if produced > limit - total { return .failure(.tooLarge(limit: limit)) }
+                    total += produced
+                    if produced > 0, !consume(UnsafeBufferPointer(rebasing: chunk[0..<produced])) { return .success(.stopped) }
+                    switch status {
+                    case Z_STREAM_END:
+                        return .success(.ended)
+                    case Z_OK:
+                        // Output filled the buffer: there may be more without more input.
+                        if stream.pointee.avail_in == 0, produced < chunkSize { return .success(.needsInput) }
+                        continue
+                    case Z_BUF_ERROR:
+                        // No progress possible: this piece of input is used up.
+                        if stream.pointee.avail_in == 0 { return .success(.needsInput) }
+                        if produced == 0 { return .failure(.corrupt("zlib made no progress")) }
+                        continue
+                    default:
+                        let message = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(status)"
+                        return .failure(.corrupt(message))
                     }
                 }
-                switch try step.get() {
-                case .ended: return true
-                case .stopped: return false
-                case .needsInput: continue
-                }
+            }
+            switch try step.get() {
+            case .ended: return true
+            case .stopped: return false
+            case .needsInput: continue
             }
         }
         // The input ran out before the end of the stream.

@@ -34,6 +34,9 @@ public struct ZipArchive: Sendable {
     /// The most entries an archive may list.
     public static let maxEntries = 1_000_000
 
+    /// The pieces an entry's bytes are read in.
+    private static let pieceBytes = 64 * 1024
+
     /// Every entry, in central-directory order.
     public let entries: [Entry]
     private let source: any ZipSource
@@ -213,9 +216,12 @@ public struct ZipArchive: Sendable {
 
     /// Finds the end-of-central-directory record (and the ZIP64 one when present).
     private static func locateCentralDirectory(_ source: any ZipSource) throws(AppBundleError) -> Directory {
-        let startsAsZip = try source.bytes(at: 0, length: 4).map(ByteView.init)?.uint32LE(at: 0) == 0x0403_4B50
+        // Only an error needs it: an archive cut short still starts with a local header.
+        func startsAsZip() throws(AppBundleError) -> Bool {
+            try source.bytes(at: 0, length: 4).map(ByteView.init)?.uint32LE(at: 0) == 0x0403_4B50
+        }
         guard source.count >= 22 else {
-            throw AppBundleError(startsAsZip ? "zip-truncated" : "zip-corrupt", "\(source.count) bytes is too short for a zip archive")
+            throw AppBundleError(try startsAsZip() ? "zip-truncated" : "zip-corrupt", "\(source.count) bytes is too short for a zip archive")
         }
         // The record is in the last 22 bytes plus at most a 65,535-byte comment; offsets in
         // `view` count from `tailStart`.
@@ -235,7 +241,7 @@ public struct ZipArchive: Sendable {
             position -= 1
         }
         guard let found else {
-            if startsAsZip {
+            if try startsAsZip() {
                 throw AppBundleError("zip-truncated", "no end-of-central-directory record: the archive is cut short")
             }
             throw AppBundleError("zip-corrupt", "not a zip archive: no end-of-central-directory record")
@@ -368,11 +374,6 @@ extension ZipSource {
     func bytes(at offset: Int, length: Int) throws(AppBundleError) -> [UInt8]? {
         try slice(at: offset, length: length).map { Array($0) }
     }
-}
-
-extension ZipArchive {
-    /// The pieces an entry's bytes are read in.
-    fileprivate static let pieceBytes = 64 * 1024
 }
 
 /// An archive held in memory.
